@@ -1,0 +1,5 @@
+"""``python -m dpcalc``."""
+from dpcalc.cli.app import main
+
+if __name__ == "__main__":
+    main()

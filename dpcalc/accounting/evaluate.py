@@ -1,0 +1,33 @@
+"""Run several accountants on one schedule; one failing accountant is reported, not fatal."""
+from __future__ import annotations
+
+from dpcalc.accounting.registry import get_accountant
+from dpcalc.accounting.result import EpsilonResult
+from dpcalc.accounting.schedule import Schedule
+from dpcalc.errors import DpcalcError
+
+# Constructor options each accountant understands.
+_OPTIONS = {"pb": ("tolerance",)}
+
+
+def make_accountant(name: str, **options):
+    """The accountant ``name`` with the options it takes (the others are ignored)."""
+    wanted = {key: value for key, value in options.items()
+              if key in _OPTIONS.get(name, ()) and value is not None}
+    return get_accountant(name, **wanted)
+
+
+def epsilon_results(names: list[str], schedule: Schedule, delta: float,
+                    **options) -> list[EpsilonResult]:
+    """ε from each named accountant, in order."""
+    results = []
+    for name in names:
+        accountant = make_accountant(name, **options)
+        try:
+            results.append(accountant.epsilon(schedule, delta))
+        except DpcalcError:
+            raise
+        except (ArithmeticError, ValueError, MemoryError) as error:
+            results.append(EpsilonResult(name, None, accountant.certified,
+                                         notes=(f"failed: {type(error).__name__}: {error}",)))
+    return results

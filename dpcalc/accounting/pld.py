@@ -1,0 +1,351 @@
+"""Discrete privacy loss distributions (PLDs): discretise one step, compose by FFT, read off δ(ε).
+
+A PLD here is the law of the privacy loss L = ln(P/Q) under P, on the grid
+ℓ_i = (offset + i)·h, plus an atom at +∞ (outputs Q cannot produce). The
+hockey-stick divergence of the T-fold product is
+    δ(ε) = E[(1 − e^{ε − S})_+],  S = L_1 + … + L_T,
+so composing means convolving PLDs (Meiser & Mohammadi 2018; Sommer et al. 2019).
+
+Two discretisations of one step, from the bucket masses (P_k, Q_k) of the loss
+intervals (e_k, e_{k+1}]:
+
+* ``upper`` — connect-the-dots (Doroshenko et al. 2022): each bucket's mass is split
+  between its two grid points preserving both P_k and Q_k. Its privacy curve is the
+  chord of the true (convex in e^ε) curve, so the pair dominates the true pair and
+  every composition of it is a certified upper bound; the error is second order in h.
+  Loss below the grid is rounded up to its first point, loss above it goes to +∞.
+
+* ``lower`` — the pair bucketed into loss intervals centred on the grid points (a
+  post-processing of the true pair, so dominated by it), each bucket's exact loss
+  ℓ_k = ln(P_k/Q_k) rounded to its grid point, an error of at most h/2 and, for a
+  smooth PLD, of order h². The rounding errors E_t of the T steps are independent with a known law, so
+  a Chernoff bound with their exact moment generating function gives η with
+  P(Σ E_t > η) ≤ f; then δ_true(ε) ≥ δ_rounded(ε + η) − f (the concentration
+  argument of Gopi, Lee, Wutschitz 2021, §5, with the exact MGF in place of
+  Hoeffding's lemma). Loss below the grid is dropped and the top bucket rounded down:
+  both only lower δ, and their errors are bounded by 0 in the MGF.
+
+Composition uses one FFT over a window that a Chernoff bound shows holds all but τ of
+the composed mass. Mass outside wraps around inside the window; the upper bound adds
+τ to the +∞ atom, the lower bound subtracts it (accounting-methods.md §2, the FFT trap).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import fft as sp_fft
+
+from dpcalc.accounting.mixture import GaussianMixturePair, _log_diff
+
+UPPER = "upper"
+LOWER = "lower"
+MAX_FFT_POINTS = 1 << 22  # 4 Mi points: about 200 MB of work arrays at the worst
+_MACHINE_EPS = float(np.finfo(float).eps)
+
+
+class GridTooLarge(Exception):
+    """The composition needs more FFT points than MAX_FFT_POINTS at this grid step."""
+
+    def __init__(self, points_needed: int):
+        super().__init__(points_needed)
+        self.points_needed = points_needed
+
+
+@dataclass
+class DiscretePld:
+    """One step's PLD on the grid (offset + i)·grid_step, i = 0..len(pmf)−1, plus +∞."""
+
+    grid_step: float
+    offset: int
+    pmf: np.ndarray
+    infinity_mass: float
+    # Lower bound only: P-masses and signed errors (rounded − exact loss) of the rounding.
+    rounding_masses: np.ndarray | None = None
+    rounding_errors: np.ndarray | None = None
+
+    @property
+    def losses(self) -> np.ndarray:
+        return (self.offset + np.arange(self.pmf.size)) * self.grid_step
+
+    def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
+        """ln E[e^{λL}; L finite] for each λ (sub-probability MGF: Chernoff stays valid)."""
+        return _log_mgf(self.pmf, self.losses, lambdas)
+
+    def rounding_log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
+        """ln E[e^{λE}] of one step's rounding error E (lower bound only)."""
+        return _log_mgf(self.rounding_masses, self.rounding_errors, lambdas)
+
+
+def _log_mgf(masses: np.ndarray, values: np.ndarray, lambdas: np.ndarray) -> np.ndarray:
+    """ln Σ_i m_i e^{λ v_i} for each λ, in chunks (no scipy overhead per λ)."""
+    lambdas = np.atleast_1d(lambdas)
+    keep = masses > 0
+    log_masses, values = np.log(masses[keep]), values[keep]
+    lambdas = np.atleast_1d(lambdas)
+    out = np.empty(lambdas.size)
+    chunk = max(1, 2_000_000 // max(values.size, 1))
+    for start in range(0, lambdas.size, chunk):
+        lam = lambdas[start:start + chunk, None]
+        exponents = log_masses[None, :] + lam * values[None, :]
+        top = exponents.max(axis=1, keepdims=True)
+        out[start:start + chunk] = (top + np.log(np.exp(exponents - top).sum(axis=1, keepdims=True)))[:, 0]
+    return out
+
+
+@dataclass
+class ComposedPld:
+    """The composed PLD on a window, with what the window and float arithmetic may miss.
+
+    ``window_mass``: bound on the mass outside the window (wrapped inside by the FFT).
+    ``noise_floor``: estimated absolute float error of each entry of ``pmf``.
+    """
+
+    grid_step: float
+    offset: int
+    pmf: np.ndarray
+    infinity_mass: float
+    window_mass: float
+    noise_floor: float
+
+    def _effective(self, bound: str):
+        """Masses and +∞ atom moved to the safe side for ``bound``."""
+        if bound == UPPER:
+            pmf = np.maximum(self.pmf, 0.0) + self.noise_floor
+            return pmf, min(1.0, self.infinity_mass + self.window_mass)
+        pmf = np.maximum(self.pmf - self.noise_floor, 0.0)
+        return pmf, self.infinity_mass
+
+    def delta(self, epsilon: float, bound: str) -> float:
+        """δ(ε) = p_∞ + Σ_{ℓ_i > ε} p_i (1 − e^{ε − ℓ_i}), on the side ``bound``."""
+        pmf, infinity = self._effective(bound)
+        losses = (self.offset + np.arange(pmf.size)) * self.grid_step
+        above = losses > epsilon
+        value = infinity + float(np.sum(pmf[above] * -np.expm1(epsilon - losses[above])))
+        if bound == LOWER:
+            value -= self.window_mass
+        return min(1.0, max(0.0, value))
+
+    def epsilon(self, delta: float, bound: str) -> float:
+        """The smallest ε with δ(ε) ≤ delta (math.inf if none), on the side ``bound``.
+
+        On each grid interval (ℓ_j, ℓ_{j+1}] δ(ε) = p_∞ + S1 − e^ε S2 with suffix sums
+        S1 = Σ_{i>j} p_i, S2 = Σ_{i>j} p_i e^{−ℓ_i}, solved exactly for ε.
+        """
+        pmf, infinity = self._effective(bound)
+        if bound == LOWER:
+            delta = delta + self.window_mass
+        if infinity >= delta:
+            return math.inf
+        step = self.grid_step
+        suffix = np.cumsum(pmf[::-1])[::-1]  # suffix[j] = Σ_{i≥j} p_i
+        suffix_after = np.append(suffix[1:], 0.0)  # Σ_{i>j} p_i
+        # First j with p_∞ + Σ_{i≥j} p_i ≤ δ: δ(ε) ≤ δ for every ε ≥ ℓ_{j−1}.
+        small = np.flatnonzero(infinity + suffix <= delta)
+        stop = int(small[0]) if small.size else pmf.size
+        # δ(ℓ_{stop−1} − 300) exceeds δ up to a factor 1 − e^{−300}: search only above it.
+        start = max(0, stop - 1 - int(math.ceil(300.0 / step)))
+        rel = np.arange(pmf.size - start) * step  # ℓ_i − ℓ_start ≥ 0
+        with np.errstate(under="ignore"):
+            scaled = pmf[start:] * np.exp(-rel)
+        scaled_after = np.append(np.cumsum(scaled[::-1])[::-1][1:], 0.0)
+        j_range = np.arange(start, max(start, stop))
+        if j_range.size:
+            with np.errstate(over="ignore", invalid="ignore"):
+                discounted = np.exp(rel[: j_range.size]) * scaled_after[: j_range.size]
+            delta_at = infinity + suffix_after[j_range] - discounted
+            crossing = np.flatnonzero(delta_at > delta)
+        else:
+            crossing = np.array([], dtype=int)
+        if crossing.size:
+            j = int(j_range[crossing[-1]])
+            s1 = suffix_after[j]
+            s2 = float(scaled_after[j - start])  # Σ_{i>j} p_i e^{−(ℓ_i − ℓ_start)}
+            loss_start = (self.offset + start) * step
+            eps = loss_start + math.log((infinity + s1 - delta) / s2)
+            loss_j = (self.offset + j) * step
+            eps = min(max(eps, loss_j), loss_j + step)
+        else:
+            # δ(ℓ_start) ≤ δ: solve on (−∞, ℓ_start] where every finite atom counts.
+            s1 = float(suffix[start]) if pmf.size else 0.0
+            s2 = float(np.sum(scaled)) if pmf.size else 0.0
+            loss_start = (self.offset + start) * step
+            if s2 <= 0.0 or infinity + s1 <= delta:
+                eps = -math.inf
+            else:
+                eps = min(loss_start, loss_start + math.log((infinity + s1 - delta) / s2))
+        return max(0.0, eps)
+
+
+# --- one step ---------------------------------------------------------------------------
+def _bucket_masses(pair: GaussianMixturePair, direction: str, edges: np.ndarray):
+    """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]], and the log tails at the ends.
+
+    Each mass is a difference of whichever tail is smaller, keeping relative accuracy.
+    """
+    p_above, p_below, q_above, q_below = pair.log_tails(direction, edges)
+    use_upper = p_above[:-1] < math.log(0.5)
+    log_p = np.where(use_upper, _log_diff(p_above[:-1], p_above[1:]),
+                     _log_diff(p_below[1:], p_below[:-1]))
+    use_upper_q = q_above[:-1] < math.log(0.5)
+    log_q = np.where(use_upper_q, _log_diff(q_above[:-1], q_above[1:]),
+                     _log_diff(q_below[1:], q_below[:-1]))
+    return log_p, log_q, float(p_below[0]), float(p_above[-1])
+
+
+def discretise(pair: GaussianMixturePair, direction: str, grid_step: float,
+               tail_half_width: float, bound: str) -> DiscretePld:
+    """One step of ``pair`` in ``direction`` on the grid of width ``grid_step``.
+
+    ``tail_half_width`` K: the grid covers the losses of outputs x in [−Kσ, k + Kσ].
+    """
+    low, high = pair.loss_range(direction, tail_half_width)
+    first = math.floor(low / grid_step)
+    last = max(math.ceil(high / grid_step), first + 1)
+    grid = np.arange(first, last + 1) * grid_step
+    if bound == UPPER:
+        # Buckets (e_k, e_{k+1}] between grid points.
+        log_p, log_q, log_below, log_above = _bucket_masses(pair, direction, grid)
+        mass = np.exp(log_p)
+        # Exact in-bucket loss ℓ_k = ln(P_k/Q_k) as an offset in [0, h] from e_k.
+        with np.errstate(invalid="ignore"):
+            offset_in_bucket = np.clip(log_p - log_q - grid[:-1], 0.0, grid_step)
+        offset_in_bucket = np.where(np.isfinite(offset_in_bucket), offset_in_bucket, grid_step)
+        # Connect-the-dots split preserving P_k and Q_k: mass b at e_{k+1}, P_k − b at e_k.
+        to_right = mass * (-np.expm1(-offset_in_bucket)) / (-math.expm1(-grid_step))
+        to_right = np.minimum(to_right, mass)
+        pmf = np.zeros(grid.size)
+        pmf[1:] += to_right
+        pmf[:-1] += mass - to_right
+        pmf[0] += math.exp(log_below)  # loss below the grid, rounded up
+        return DiscretePld(grid_step, first, pmf, math.exp(log_above))  # above the grid: +∞
+    if bound == LOWER:
+        # Buckets (e_k − h/2, e_k + h/2] centred on grid points: each bucket's exact loss
+        # ℓ_k = ln(P_k/Q_k) lies within h/2 of e_k, and for a smooth PLD within O(h²).
+        edges = (np.arange(first, last + 2) - 0.5) * grid_step
+        log_p, log_q, log_below, log_above = _bucket_masses(pair, direction, edges)
+        pmf = np.exp(log_p)
+        with np.errstate(invalid="ignore"):
+            errors = np.clip(grid - (log_p - log_q), -0.5 * grid_step, 0.5 * grid_step)
+        errors = np.where(np.isfinite(errors), errors, 0.0)
+        top_mass = math.exp(log_above)
+        pmf[-1] += top_mass  # top bucket rounded down; bottom dropped (error ≤ 0: bound by 0)
+        rest = np.array([top_mass + math.exp(log_below)])
+        return DiscretePld(grid_step, first, pmf, 0.0,
+                           np.concatenate([pmf[:-1], [pmf[-1] - top_mass], rest]),
+                           np.concatenate([errors, [0.0]]))
+    raise ValueError(f"bound must be {UPPER!r} or {LOWER!r}")
+
+
+def _min_over_lambda(bound_at, guess: float) -> float:
+    """min over λ > 0 of bound_at(λ), where every value is a valid bound.
+
+    Seven λ on a log grid around ``guess`` (the optimum for a Gaussian), widened while
+    the best one sits at an edge, then seven more between the best one's neighbours."""
+    lambdas = guess * np.geomspace(1 / 8, 8, 7)
+    values = bound_at(lambdas)
+    for _ in range(6):
+        clean = np.where(np.isfinite(values), values, np.inf)
+        best = int(np.argmin(clean))
+        if 0 < best < lambdas.size - 1 or not np.isfinite(clean[best]):
+            break
+        extra = lambdas[-1] * np.geomspace(2, 64, 5) if best else lambdas[0] / np.geomspace(2, 64, 5)
+        lambdas = np.concatenate([lambdas, extra])
+        values = np.concatenate([values, bound_at(extra)])
+        order = np.argsort(lambdas)
+        lambdas, values = lambdas[order], values[order]
+    clean = np.where(np.isfinite(values), values, np.inf)
+    best = int(np.argmin(clean))
+    finer = np.geomspace(lambdas[max(best - 1, 0)], lambdas[min(best + 1, lambdas.size - 1)], 7)
+    clean = np.concatenate([clean, bound_at(finer)])
+    clean = clean[np.isfinite(clean)]
+    return float(clean.min()) if clean.size else math.inf
+
+
+def rounding_slack(plds_with_steps, failure: float) -> float:
+    """η with P(Σ_t E_t > η) ≤ failure for the summed rounding errors (Chernoff, exact MGF)."""
+    step = plds_with_steps[0][0].grid_step
+    total = sum(steps for _, steps in plds_with_steps)
+    spread = step * math.sqrt(total / 12.0)  # if errors were uniform on ±h/2
+
+    def bound_at(lambdas):
+        cumulant = sum(steps * pld.rounding_log_mgf(lambdas) for pld, steps in plds_with_steps)
+        return (cumulant - math.log(failure)) / lambdas
+
+    return max(0.0, _min_over_lambda(bound_at, math.sqrt(2 * math.log(1 / failure)) / spread))
+
+
+# --- composition ------------------------------------------------------------------------
+def _chernoff_window(plds_with_steps, log_tau: float) -> tuple[float, float]:
+    """Loss values (lo, hi) with P(S < lo) ≤ τ and P(S > hi) ≤ τ for the finite part of S."""
+    mean = sum(steps * float(np.sum(p.pmf * p.losses)) for p, steps in plds_with_steps)
+    var = sum(steps * float(np.sum(p.pmf * (p.losses - np.sum(p.pmf * p.losses)) ** 2))
+              for p, steps in plds_with_steps)
+    scale = math.sqrt(max(var, 0.0)) + plds_with_steps[0][0].grid_step
+
+    def tail_bound(sign: float) -> float:
+        def bound_at(lambdas):
+            cumulant = sum(steps * p.log_mgf(sign * lambdas) for p, steps in plds_with_steps)
+            return (cumulant - log_tau) / lambdas
+        return _min_over_lambda(bound_at, math.sqrt(-2 * log_tau) / scale)
+
+    hi = tail_bound(1.0)
+    lo = -tail_bound(-1.0)
+    if not math.isfinite(hi):
+        hi = mean + 50 * scale
+    if not math.isfinite(lo):
+        lo = mean - 50 * scale
+    return lo, hi
+
+
+def _power(values: np.ndarray, exponent: int) -> np.ndarray:
+    """values**exponent, skipping the entries that underflow to 0 anyway."""
+    if exponent == 1:
+        return values
+    with np.errstate(divide="ignore"):
+        log_modulus = 0.5 * np.log(values.real**2 + values.imag**2)
+    alive = exponent * log_modulus > -745.0
+    out = np.zeros_like(values)
+    out[alive] = values[alive] ** exponent
+    return out
+
+
+def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
+            max_points: int = MAX_FFT_POINTS) -> ComposedPld:
+    """T-fold self-composition of each PLD, then their product, by one FFT.
+
+    ``tail_mass`` τ: the window is chosen so that at most τ of the composed mass lies on
+    each side of it (Chernoff); 2τ is then reported as ``window_mass``.
+    """
+    step = plds_with_steps[0][0].grid_step
+    support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
+    support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
+    lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
+    lo_index = max(support_lo, math.floor(lo / step))
+    hi_index = min(support_hi, math.ceil(hi / step))
+    window_mass = 0.0 if (lo_index == support_lo and hi_index == support_hi) else 2 * tail_mass
+    needed = hi_index - lo_index + 1
+    if needed > max_points:
+        raise GridTooLarge(needed)
+    size = sp_fft.next_fast_len(needed, real=True)
+    spectrum = None
+    log_finite_mass = 0.0
+    for pld, steps in plds_with_steps:
+        folded = pld.pmf
+        if folded.size > size:
+            folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
+        transformed = _power(sp_fft.rfft(folded, size), steps)
+        spectrum = transformed if spectrum is None else spectrum * transformed
+        log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
+    circular = sp_fft.irfft(spectrum, size)
+    # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
+    composed = np.roll(circular, -((lo_index - support_lo) % size))[:needed]
+    # Float error of FFT-based powers: observed negative entries, and a first-order bound
+    # eps·(log2 n + T)·Σ|Z_k|/n for errors amplified through Z^T (documented estimate).
+    total_steps = sum(steps for _, steps in plds_with_steps)
+    spectral = float(np.sum(np.abs(spectrum))) * 2.0 / size
+    floor_estimate = _MACHINE_EPS * (math.log2(size) + total_steps) * spectral
+    noise_floor = max(2.0 * float(max(0.0, -composed.min())), floor_estimate)
+    infinity = -math.expm1(log_finite_mass)
+    return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)

@@ -1,0 +1,58 @@
+"""`dpcalc epsilon`: how much privacy a DP-SGD run spends."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from dpcalc.accounting.evaluate import epsilon_results
+from dpcalc.accounting.registry import DEFAULT_ACCOUNTANT, resolve_names
+from dpcalc.cli import options as opt
+from dpcalc.cli.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
+from dpcalc.cli.render import OutputFormat, Report, emit, warn
+from dpcalc.cli.schedule_options import build_schedule
+from dpcalc.params import check_delta, check_nonnegative, check_positive
+
+
+def epsilon_command(
+    q: Optional[str] = opt.Q,
+    batch_size: Optional[str] = opt.BATCH_SIZE,
+    dataset_size: Optional[str] = opt.DATASET_SIZE,
+    sigma: Optional[str] = opt.SIGMA,
+    steps: Optional[str] = opt.STEPS,
+    epochs: Optional[str] = opt.EPOCHS,
+    phase: Optional[List[str]] = opt.PHASE,
+    delta: str = opt.DELTA,
+    accountant: Optional[List[str]] = opt.ACCOUNTANT,
+    tolerance: str = opt.TOLERANCE,
+    max_epsilon: Optional[str] = opt.MAX_EPSILON,
+    output_format: OutputFormat = opt.FORMAT,
+) -> None:
+    """ε spent by DP-SGD (Poisson sampling, Gaussian noise) at a target δ.
+
+    The default accountant, pb, reports a certified upper bound with a certified lower
+    bound beside it.
+    """
+    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase)
+    target_delta = check_delta(delta)
+    gate = None if max_epsilon is None else check_nonnegative(max_epsilon, "--max-epsilon")
+    names = resolve_names(accountant)
+    opt.warn_large_delta(target_delta, run.dataset_size)
+    results = epsilon_results(names, run.schedule, target_delta,
+                              tolerance=check_positive(tolerance, "--tolerance"))
+    report = Report(
+        command="epsilon",
+        title="DP-SGD privacy spent",
+        inputs={**run.inputs, "delta": target_delta, "accountants": names},
+        results=[epsilon_record(result) for result in results],
+        columns=EPSILON_COLUMNS,
+        plain_columns=EPSILON_PLAIN,
+        footnotes=opt.footnotes(results),
+        input_labels=INPUT_LABELS,
+    )
+    emit(report, output_format)
+    if gate is not None:
+        opt.enforce_budget(results[0], gate)
+
+
+__all__ = ["epsilon_command", "DEFAULT_ACCOUNTANT"]

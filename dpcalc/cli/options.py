@@ -1,0 +1,71 @@
+"""Options shared by the commands, and the small CLI-side policies around them."""
+from __future__ import annotations
+
+import math
+
+import typer
+
+from dpcalc.accounting.registry import accountant_names
+from dpcalc.accounting.result import EpsilonResult
+from dpcalc.cli.records import result_notes
+from dpcalc.cli.render import OutputFormat, show_upper, warn
+
+# Numbers are read as text and validated by dpcalc.params, so a bad value gets one
+# line naming the flag and its valid range.
+Q = typer.Option(None, "--q", metavar="FLOAT",
+                 help="Poisson sampling rate q in (0, 1]. Or give --batch-size and --dataset-size.")
+BATCH_SIZE = typer.Option(None, "--batch-size", metavar="INT",
+                          help="Expected batch size B (q = B/N), with --dataset-size.")
+DATASET_SIZE = typer.Option(None, "--dataset-size", metavar="INT",
+                            help="Training set size N, with --batch-size.")
+SIGMA = typer.Option(None, "--sigma", metavar="FLOAT",
+                     help="Noise multiplier σ > 0 (noise std / clipping norm).")
+STEPS = typer.Option(None, "--steps", metavar="INT", help="Number of DP-SGD steps T ≥ 1.")
+EPOCHS = typer.Option(None, "--epochs", metavar="FLOAT",
+                      help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or ceil(epochs/q).")
+PHASE = typer.Option(None, "--phase", metavar="SPEC",
+                     help="A phase of a multi-phase run, e.g. 'q=0.01,sigma=4,steps=5000' "
+                          "(keys q|batch-size[,dataset-size], sigma, steps|epochs); repeat for "
+                          "each phase, in order.")
+DELTA = typer.Option("1e-5", "--delta", metavar="FLOAT", help="Target δ in (0, 1).")
+ACCOUNTANT = typer.Option(None, "--accountant", "-a", metavar="NAME",
+                          help=f"One of {', '.join(accountant_names())} or all (repeatable or "
+                               "comma-separated). Default: pb.")
+TOLERANCE = typer.Option("0.01", "--tolerance", metavar="FLOAT",
+                         help="pb: refine the grid until (upper − lower) ≤ tolerance·ε.")
+MAX_EPSILON = typer.Option(None, "--max-epsilon", metavar="FLOAT",
+                           help="Budget gate: exit 1 if the reported ε (first accountant) "
+                                "exceeds this.")
+FORMAT = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False,
+                      help="Output: table, json or plain (bare numbers).")
+
+
+def warn_large_delta(delta: float, dataset_size: int | None) -> None:
+    """δ ≥ 1/N permits releasing a record outright: say so on stderr."""
+    if dataset_size is not None and delta >= 1.0 / dataset_size:
+        warn(f"--delta {delta:g} is ≥ 1/N = {1.0 / dataset_size:.3g}; δ should be well below 1/N")
+
+
+def footnotes(results: list[EpsilonResult]) -> list[str]:
+    """Lines under a table explaining what the numbers are."""
+    lines = []
+    if any(r.accountant == "pb" for r in results):
+        lines.append("ε is a certified upper bound (rounded up); the lower bound is certified too "
+                     "(rounded down): the true ε lies between them.")
+    if any(not r.certified for r in results):
+        lines.append("An approximation is not a bound: do not report it as a guarantee.")
+    return lines + result_notes(results)
+
+
+def enforce_budget(result: EpsilonResult, budget: float) -> None:
+    """Exit 1 with one line when the reported ε exceeds the budget."""
+    value = result.epsilon
+    if value is None:
+        warn(f"{result.accountant} does not apply here; the budget cannot be checked")
+        raise typer.Exit(1)
+    if value > budget or math.isnan(value):
+        import sys
+
+        sys.stderr.write(f"budget exceeded: ε = {show_upper(value)} ({result.accountant}) > "
+                         f"--max-epsilon {budget:g}\n")
+        raise typer.Exit(1)

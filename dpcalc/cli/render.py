@@ -1,0 +1,159 @@
+"""Turn a finished report into a Rich table, JSON or bare numbers. Never computes."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    plain = "plain"
+
+
+@dataclass
+class Column:
+    """A table column: header, the result key it shows, and how to show it."""
+
+    header: str
+    key: str
+    show: Callable[[Any], str] = lambda value: "" if value is None else str(value)
+    justify: str = "right"
+
+
+@dataclass
+class Report:
+    """What a command found: the inputs it used and one result per row."""
+
+    command: str
+    title: str
+    inputs: dict
+    results: list[dict]
+    columns: list[Column]
+    plain_columns: list[Column]
+    footnotes: list[str] = field(default_factory=list)
+    input_labels: dict = field(default_factory=dict)
+
+
+# --- numbers rounded in the safe direction -----------------------------------------------
+def _round(value: float, digits: int, up: bool) -> float:
+    if value == 0 or not math.isfinite(value):
+        return value
+    exponent = math.floor(math.log10(abs(value))) - digits + 1
+    scale = 10.0**exponent
+    rounded = (math.ceil if up else math.floor)(value / scale - (1e-9 if up else -1e-9)) * scale
+    return float(f"{rounded:.{digits}g}")
+
+
+def show_upper(value: float | None, digits: int = 5) -> str:
+    """An upper bound, rounded up (never shows less than the bound)."""
+    if value is None:
+        return "n/a"
+    if math.isinf(value):
+        return "inf"
+    return f"{_round(value, digits, up=True):.{digits}g}"
+
+
+def show_lower(value: float | None, digits: int = 5) -> str:
+    """A lower bound, rounded down."""
+    if value is None:
+        return "—"
+    if math.isinf(value):
+        return "inf"
+    return f"{_round(value, digits, up=False):.{digits}g}"
+
+
+def show_number(value: float | None, digits: int = 5) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.{digits}g}"
+
+
+# --- JSON ---------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    """inf → "inf" (never the invalid token Infinity); NaN → null; tuples → lists."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, Enum):
+        return value.value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+def to_json(report: Report) -> str:
+    payload = {"command": report.command, "inputs": report.inputs, "results": report.results}
+    return json.dumps(_jsonable(payload), indent=2, allow_nan=False)
+
+
+# --- plain --------------------------------------------------------------------------------
+def plain_upper(value: float | None) -> str:
+    """An upper bound for scripts: 6 significant digits rounded up; null if n/a."""
+    return "null" if value is None else show_upper(value, 6)
+
+
+def plain_lower(value: float | None) -> str:
+    return "null" if value is None else show_lower(value, 6)
+
+
+def to_plain(report: Report) -> str:
+    """The bare numbers: one line per result and plain column."""
+    return "\n".join(column.show(result.get(column.key))
+                     for result in report.results for column in report.plain_columns)
+
+
+# --- table --------------------------------------------------------------------------------
+def _inputs_line(report: Report) -> str:
+    parts = []
+    for key, value in report.inputs.items():
+        if value is None or isinstance(value, (list, dict)):
+            continue
+        label = report.input_labels.get(key, key)
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        parts.append(f"{label} = {value}")
+    return " · ".join(parts)
+
+
+def print_table(report: Report, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=report.title, caption=_inputs_line(report), caption_justify="left",
+                  show_lines=False)
+    for column in report.columns:
+        table.add_column(column.header, justify=column.justify, overflow="fold")
+    for result in report.results:
+        table.add_row(*(column.show(result.get(column.key)) for column in report.columns))
+    console.print(table)
+    for note in report.footnotes:
+        console.print(f"[dim]{note}[/dim]", highlight=False)
+
+
+def emit(report: Report, output_format: OutputFormat) -> None:
+    """Write the report to stdout in the chosen format."""
+    if output_format == OutputFormat.json:
+        sys.stdout.write(to_json(report) + "\n")
+    elif output_format == OutputFormat.plain:
+        text = to_plain(report)
+        sys.stdout.write(text + ("\n" if text else ""))
+    else:
+        print_table(report)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, so stdout stays machine-readable."""
+    sys.stderr.write(f"warning: {message}\n")

@@ -1,0 +1,130 @@
+"""Validated inputs shared by every command: sampling, steps, noise, delta.
+
+Each check raises :class:`DpcalcError` whose message names the flag and its valid
+range, so the CLI can print it as is.
+"""
+from __future__ import annotations
+
+import math
+
+from dpcalc.errors import DpcalcError
+
+
+def _show(value) -> str:
+    return repr(value) if isinstance(value, str) else f"{value!r}"
+
+
+def _number(value, flag: str, valid: str) -> float:
+    """A finite float from ``value`` (str or number), else an error stating ``valid``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise DpcalcError(f"{flag} must be a number {valid}; got {_show(value)}") from None
+    if not math.isfinite(number):
+        raise DpcalcError(f"{flag} must be a finite number {valid}; got {_show(value)}")
+    return number
+
+
+def check_range(value, flag: str, low: float, high: float, *, low_open: bool = True,
+                high_open: bool = True, what: str = "") -> float:
+    """A number in the interval between ``low`` and ``high`` (ends open or closed)."""
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    label = f"{flag} ({what})" if what else flag
+    valid = f"in {interval}"
+    number = _number(value, label, valid)
+    above_low = number > low if low_open else number >= low
+    below_high = number < high if high_open else number <= high
+    if not (above_low and below_high):
+        raise DpcalcError(f"{label} must be {valid}; got {_show(value)}")
+    return number
+
+
+def check_open_interval(value, flag: str, low: float, high: float) -> float:
+    """A number with ``low < value < high``."""
+    return check_range(value, flag, low, high)
+
+
+def check_sampling_rate(value, flag: str = "--q") -> float:
+    """Poisson sampling rate q in (0, 1]."""
+    return check_range(value, flag, 0.0, 1.0, high_open=False, what="sampling rate")
+
+
+def check_noise_multiplier(value, flag: str = "--sigma") -> float:
+    """Noise multiplier σ > 0 (noise std divided by the clipping norm)."""
+    return check_positive(value, flag, what="noise multiplier")
+
+
+def check_positive(value, flag: str, what: str = "") -> float:
+    """A finite number > 0."""
+    label = f"{flag} ({what})" if what else flag
+    number = _number(value, label, "> 0")
+    if not number > 0.0:
+        raise DpcalcError(f"{label} must be > 0; got {_show(value)}")
+    return number
+
+
+def check_nonnegative(value, flag: str) -> float:
+    """A finite number >= 0."""
+    number = _number(value, flag, ">= 0")
+    if not number >= 0.0:
+        raise DpcalcError(f"{flag} must be >= 0; got {_show(value)}")
+    return number
+
+
+def check_delta(value, flag: str = "--delta") -> float:
+    """Target δ in (0, 1)."""
+    return check_range(value, flag, 0.0, 1.0)
+
+
+def check_count(value, flag: str, minimum: int = 1, maximum: int = 10**12) -> int:
+    """A whole number in [minimum, maximum]."""
+    top = f"1e{round(math.log10(maximum))}" if maximum >= 10**6 else str(maximum)
+    valid = f"(a whole number from {minimum} to {top})"
+    number = _number(value, flag, valid)
+    if number != math.floor(number) or not minimum <= number <= maximum:
+        raise DpcalcError(f"{flag} must be a whole number from {minimum} to {top}; "
+                          f"got {_show(value)}")
+    return int(number)
+
+
+def resolve_sampling_rate(
+    sampling_rate: float | None,
+    batch_size: int | None,
+    dataset_size: int | None,
+) -> float:
+    """q from --q, or from --batch-size/--dataset-size (q = B/N); exactly one form."""
+    has_batch = batch_size is not None or dataset_size is not None
+    if sampling_rate is not None and has_batch:
+        raise DpcalcError("give either --q or --batch-size with --dataset-size, not both")
+    if sampling_rate is not None:
+        return check_sampling_rate(sampling_rate)
+    if batch_size is None or dataset_size is None:
+        raise DpcalcError("give --q, or both --batch-size and --dataset-size")
+    batch = check_count(batch_size, "--batch-size")
+    dataset = check_count(dataset_size, "--dataset-size")
+    if batch > dataset:
+        raise DpcalcError(
+            f"--batch-size must be <= --dataset-size ({dataset}); got {batch}"
+        )
+    return batch / dataset
+
+
+def resolve_steps(steps: int | None, epochs: float | None, sampling_rate: float,
+                  batch_size: int | None = None, dataset_size: int | None = None) -> int:
+    """Steps from --steps, or from --epochs: ceil(epochs*N/B), else ceil(epochs/q)."""
+    if steps is not None and epochs is not None:
+        raise DpcalcError("give either --steps or --epochs, not both")
+    if steps is not None:
+        return check_count(steps, "--steps", maximum=10**9)
+    if epochs is None:
+        raise DpcalcError("give --steps or --epochs")
+    epochs = check_positive(epochs, "--epochs")
+    if batch_size is not None and dataset_size is not None:
+        # Exact integer arithmetic where epochs is whole: avoids 60*60000/256 rounding up wrongly.
+        per_epoch = dataset_size / batch_size
+        count = math.ceil(epochs * dataset_size / batch_size - 1e-9 * per_epoch)
+    else:
+        count = math.ceil(epochs / sampling_rate - 1e-9 / sampling_rate)
+    if count > 10**9:
+        raise DpcalcError(f"--epochs gives {count} steps; at most 1e9 are supported")
+    return max(1, count)
