@@ -57,15 +57,22 @@ def _tail_half_width(total_steps: int, delta: float) -> float:
     return max(8.0, float(-ndtri(per_step)))
 
 
-def _initial_grid_step(phases: PhaseList, requested: float | None) -> float:
+_MAX_STEP_POINTS = 1 << 18  # grid points of one step's PLD
+
+
+def _initial_grid_step(phases: PhaseList, requested: float | None, half_width: float) -> float:
     if requested is not None:
         return requested
     # At least eight grid points per standard deviation of one step's loss, and 1e-4
-    # unless the composed loss is so wide that 5000 points per standard deviation suffice.
+    # unless the composed loss is so wide that 5000 points per standard deviation suffice;
+    # but never more than _MAX_STEP_POINTS points for one step's loss range.
     spreads = [(pair.loss_moments(d)[1], steps) for pair, steps in phases for d in DIRECTIONS]
     single = min(spread for spread, _ in spreads)
     composed = math.sqrt(sum(steps * spread**2 for spread, steps in spreads) / 2.0)
-    return max(min(max(DEFAULT_GRID_STEP, composed / 5000.0), single / 8.0), 1e-12)
+    widest = max(high - low for pair, _ in phases for d in DIRECTIONS
+                 for low, high in [pair.loss_range(d, half_width)])
+    step = min(max(DEFAULT_GRID_STEP, composed / 5000.0), single / 8.0)
+    return max(step, widest / _MAX_STEP_POINTS, 1e-12)
 
 
 def _compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
@@ -88,7 +95,7 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     half_width = _tail_half_width(total_steps, delta)
     tail_mass = _TAIL_FRACTION * delta
     failure = _LOWER_FAILURE * delta
-    step = _initial_grid_step(phases, grid_step)
+    step = _initial_grid_step(phases, grid_step, half_width)
     started = time.perf_counter()
     best: PldBounds | None = None
     while True:
@@ -122,9 +129,9 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
 def delta_bounds(phases: PhaseList, epsilon: float, grid_step: float | None = None) -> PldBounds:
     """Certified (upper, lower) δ at ``epsilon``."""
     total_steps = sum(steps for _, steps in phases)
-    step = _initial_grid_step(phases, grid_step)
     # δ is unknown before we compute it; size the tails for δ down to 1e-15.
     half_width = _tail_half_width(total_steps, 1e-15)
+    step = _initial_grid_step(phases, grid_step, half_width)
     tail_mass = 1e-24
     uppers, lowers = {}, {}
     for direction in DIRECTIONS:

@@ -319,6 +319,9 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
     each side of it (Chernoff); 2τ is then reported as ``window_mass``.
     """
     step = plds_with_steps[0][0].grid_step
+    if len(plds_with_steps) == 1 and plds_with_steps[0][1] == 1:
+        single = plds_with_steps[0][0]  # one step: nothing to compose, nothing to round off
+        return ComposedPld(step, single.offset, single.pmf.copy(), single.infinity_mass, 0.0, 0.0)
     support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
     support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
     lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
@@ -328,7 +331,9 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
     needed = hi_index - lo_index + 1
     if needed > max_points:
         raise GridTooLarge(needed)
-    size = sp_fft.next_fast_len(needed, real=True)
+    # A pad beyond the window: its positions hold at most 2τ of true mass, so what the FFT
+    # puts there measures its own float error.
+    size = sp_fft.next_fast_len(needed + max(64, needed // 32), real=True)
     spectrum = None
     log_finite_mass = 0.0
     for pld, steps in plds_with_steps:
@@ -340,12 +345,13 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
         log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
     circular = sp_fft.irfft(spectrum, size)
     # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
-    composed = np.roll(circular, -((lo_index - support_lo) % size))[:needed]
-    # Float error of FFT-based powers: observed negative entries, and a first-order bound
-    # eps·(log2 n + T)·Σ|Z_k|/n for errors amplified through Z^T (documented estimate).
-    total_steps = sum(steps for _, steps in plds_with_steps)
-    spectral = float(np.sum(np.abs(spectrum))) * 2.0 / size
-    floor_estimate = _MACHINE_EPS * (math.log2(size) + total_steps) * spectral
-    noise_floor = max(2.0 * float(max(0.0, -composed.min())), floor_estimate)
+    rolled = np.roll(circular, -((lo_index - support_lo) % size))
+    composed, pad = rolled[:needed], rolled[needed:]
+    # FFT round-off is spread evenly over all positions; four times the largest value in
+    # the pad (less the ≤ 2τ true mass there) is allowed per entry. An estimate, not a
+    # proof; the unit roundoff of the largest entry is a floor.
+    measured = max(0.0, float(np.abs(pad).max()) - 2 * tail_mass)
+    noise_floor = max(4.0 * measured, 4.0 * float(max(0.0, -composed.min())),
+                      _MACHINE_EPS * float(composed.max()) * math.log2(size))
     infinity = -math.expm1(log_finite_mass)
     return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)
