@@ -78,11 +78,38 @@ class DiscretePld:
         return _log_mgf(self.rounding_masses, self.rounding_errors, lambdas)
 
 
+_POOL_BLOCK = 64
+_NEGLIGIBLE_LOG_MASS = -46.0  # 1e-20 of the largest mass
+
+
+def _pool_light_entries(log_masses: np.ndarray, values: np.ndarray, upward: bool):
+    """Entries lighter than 1e-20 of the heaviest, pooled in blocks of consecutive grid
+    points placed at the block's largest (upward) or smallest value: for λ of that sign
+    the MGF can only grow, so Chernoff bounds stay valid, and the heavy entries are exact."""
+    light = log_masses < log_masses.max() + _NEGLIGIBLE_LOG_MASS
+    index = np.flatnonzero(light)
+    if index.size < 4 * _POOL_BLOCK:
+        return log_masses, values
+    starts = np.r_[True, np.diff(index) > 1]
+    run = np.cumsum(starts) - 1
+    position = np.arange(index.size) - np.flatnonzero(starts)[run]
+    block_starts = np.flatnonzero(starts | (position % _POOL_BLOCK == 0))
+    pooled_mass = np.add.reduceat(np.exp(log_masses[index]), block_starts)
+    reduce = np.maximum if upward else np.minimum
+    pooled_values = reduce.reduceat(values[index], block_starts)
+    with np.errstate(divide="ignore"):
+        return (np.concatenate([log_masses[~light], np.log(pooled_mass)]),
+                np.concatenate([values[~light], pooled_values]))
+
+
 def _log_mgf(masses: np.ndarray, values: np.ndarray, lambdas: np.ndarray) -> np.ndarray:
-    """ln Σ_i m_i e^{λ v_i} for each λ, in chunks (no scipy overhead per λ)."""
+    """An upper bound on ln Σ_i m_i e^{λ v_i} for each λ (all of one sign), exact for the
+    heavy entries; computed in chunks (no scipy overhead per λ)."""
     lambdas = np.atleast_1d(lambdas)
     keep = masses > 0
     log_masses, values = np.log(masses[keep]), values[keep]
+    if values.size:
+        log_masses, values = _pool_light_entries(log_masses, values, bool(lambdas[0] > 0))
     lambdas = np.atleast_1d(lambdas)
     out = np.empty(lambdas.size)
     chunk = max(1, 2_000_000 // max(values.size, 1))
@@ -264,7 +291,10 @@ def _min_over_lambda(bound_at, guess: float) -> float:
 
 
 def rounding_slack(plds_with_steps, failure: float) -> float:
-    """η with P(Σ_t E_t > η) ≤ failure for the summed rounding errors (Chernoff, exact MGF)."""
+    """η with P(Σ_t E_t > η) ≤ failure for the summed rounding errors (Chernoff, exact MGF).
+
+    η may be negative when the rounding lowers the losses on average: the bound
+    δ_true(ε) ≥ δ_rounded(ε + η) − failure holds for any real η."""
     step = plds_with_steps[0][0].grid_step
     total = sum(steps for _, steps in plds_with_steps)
     spread = step * math.sqrt(total / 12.0)  # if errors were uniform on ±h/2
@@ -273,7 +303,7 @@ def rounding_slack(plds_with_steps, failure: float) -> float:
         cumulant = sum(steps * pld.rounding_log_mgf(lambdas) for pld, steps in plds_with_steps)
         return (cumulant - math.log(failure)) / lambdas
 
-    return max(0.0, _min_over_lambda(bound_at, math.sqrt(2 * math.log(1 / failure)) / spread))
+    return _min_over_lambda(bound_at, math.sqrt(2 * math.log(1 / failure)) / spread)
 
 
 # --- composition ------------------------------------------------------------------------
