@@ -30,7 +30,8 @@ def test_default_is_pb_with_certified_bounds_in_json():
 def test_all_accountants_reported_with_stable_keys():
     payload = run_json("epsilon", *ABADI, "--accountant", "all")
     names = [r["accountant"] for r in payload["results"]]
-    assert names[:6] == ["pb", "rdp", "moments", "abadi", "strong", "naive"]
+    assert names[0] == "pb"
+    assert {"pb", "rdp", "moments", "abadi", "strong", "naive"} <= set(names)
     keys = {"accountant", "epsilon", "epsilon_upper", "epsilon_lower", "certified", "kind", "order",
             "notes", "details"}
     for result in payload["results"]:

@@ -126,7 +126,9 @@ class ComposedPld:
     """The composed PLD on a window, with what the window and float arithmetic may miss.
 
     ``window_mass``: bound on the mass outside the window (wrapped inside by the FFT).
-    ``noise_floor``: estimated absolute float error of each entry of ``pmf``.
+    ``noise_floor``: estimated absolute float error of each entry of ``pmf`` (one number,
+    or one per entry after exponential tilting).
+    ``valid_from``: the bounds hold for queries at ε ≥ this (−∞ unless tilted).
     """
 
     grid_step: float
@@ -134,7 +136,8 @@ class ComposedPld:
     pmf: np.ndarray
     infinity_mass: float
     window_mass: float
-    noise_floor: float
+    noise_floor: float | np.ndarray
+    valid_from: float = -math.inf
 
     def _effective(self, bound: str):
         """Masses and +∞ atom moved to the safe side for ``bound``."""
@@ -385,3 +388,68 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
                       _MACHINE_EPS * float(composed.max()) * math.log2(size))
     infinity = -math.expm1(log_finite_mass)
     return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)
+
+
+# --- exponential tilting -----------------------------------------------------------------
+def _tilted_mean(pld: DiscretePld, theta: float) -> float:
+    """E[L] under the pmf tilted by e^{θL} (finite part)."""
+    keep = pld.pmf > 0
+    losses = pld.losses[keep]
+    exponents = np.log(pld.pmf[keep]) + theta * losses
+    weights = np.exp(exponents - exponents.max())
+    return float(np.sum(weights * losses) / np.sum(weights))
+
+
+def saddle_tilt(plds_with_steps, target: float) -> float:
+    """θ ≥ 0 whose tilted composition has mean ``target`` (Λ'(θ) = target), by bisection."""
+    def mean_at(theta):
+        return sum(steps * _tilted_mean(pld, theta) for pld, steps in plds_with_steps)
+
+    if mean_at(0.0) >= target:
+        return 0.0
+    high = 1.0
+    while mean_at(high) < target and high < 1e8:
+        high *= 4.0
+    low = 0.0
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        if mean_at(mid) < target:
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: float,
+                   max_points: int = MAX_FFT_POINTS) -> ComposedPld:
+    """Compose the pmfs tilted by e^{θℓ}, then untilt: c_s = ĉ_s·exp(Λ − θ S_s).
+
+    Tilting commutes with convolution, so the composed region near S ≈ Λ'(θ) becomes the
+    bulk of what the FFT computes and its round-off there is relative, not absolute. The
+    untilted float error per entry is ν̂·exp(Λ − θS_s) (ν̂ measured in tilted units), and
+    the mass outside the window adds at most 2τ̂·exp(Λ − θ·valid_from) to δ(ε) for every
+    ε ≥ valid_from, where τ̂ is chosen so that this is ``tail_mass``.
+    """
+    step = plds_with_steps[0][0].grid_step
+    tilted, log_scale = [], 0.0
+    for pld, steps in plds_with_steps:
+        keep = pld.pmf > 0
+        with np.errstate(divide="ignore"):
+            exponents = np.where(keep, np.log(np.where(keep, pld.pmf, 1.0)) + theta * pld.losses, -np.inf)
+        top = float(exponents.max())
+        weights = np.exp(exponents - top)
+        log_mgf = top + math.log(float(weights.sum()))
+        tilted.append((DiscretePld(step, pld.offset, weights / weights.sum(), 0.0), steps))
+        log_scale += steps * log_mgf
+    log_window = math.log(tail_mass / 2.0) - (log_scale - theta * valid_from)
+    tilted_tail = math.exp(min(max(log_window, -690.0), math.log(0.01)))
+    inner = compose(tilted, tilted_tail, max_points)
+    losses = (inner.offset + np.arange(inner.pmf.size)) * step
+    log_factor = np.minimum(log_scale - theta * losses, 700.0)
+    factor = np.exp(log_factor)
+    pmf = np.clip(inner.pmf * factor, -1.0, 1.0)
+    noise = np.minimum(inner.noise_floor * factor, 1.0)
+    window = min(1.0, 2 * tilted_tail * math.exp(min(log_scale - theta * valid_from, 700.0)))
+    log_finite = sum(steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
+                     for pld, steps in plds_with_steps)
+    return ComposedPld(step, inner.offset, pmf, -math.expm1(log_finite), window, noise, valid_from)
