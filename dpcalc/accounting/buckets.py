@@ -7,13 +7,13 @@ composed by FFT and ε is the larger of the two directions (accounting-methods.m
 
 The grid adapts: it starts at h = 1e-4 (finer when one step's loss is narrower than
 that, coarser when the composed window would not fit the FFT cap) and halves until
-upper − lower ≤ tolerance·ε or the time budget is spent; then the honest wider gap
-is reported.
+upper − lower ≤ tolerance·ε or the window would exceed REFINE_POINTS_LIMIT points;
+then the honest wider gap is reported. The limit is a count, so results are the same
+on every machine whatever its load.
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 
 from scipy.special import ndtri
@@ -31,9 +31,11 @@ DEFAULT_GRID_STEP = 1e-4
 # Chance that the summed rounding errors of the lower bound exceed η, relative to δ.
 _LOWER_FAILURE = 1e-3
 # Mass allowed outside the output window and the FFT window, relative to δ.
-_TAIL_FRACTION = 1e-9
+TAIL_FRACTION = 1e-9
 # |ε_upper − ε_lower| below this is "no gap" whatever ε is.
 _ABSOLUTE_GAP = 1e-6
+# The grid is halved only while the FFT window stays within this many points.
+REFINE_POINTS_LIMIT = 1 << 20
 
 PhaseList = list[tuple[GaussianMixturePair, int]]
 
@@ -51,16 +53,16 @@ class PldBounds:
     converged: bool = True
 
 
-def _tail_half_width(total_steps: int, delta: float) -> float:
+def tail_half_width(total_steps: int, delta: float) -> float:
     """K with Φ̄(K) ≤ τ/T: output mass beyond ±Kσ, sent to +∞, adds ≤ τ to δ."""
-    per_step = max(_TAIL_FRACTION * delta / total_steps, 1e-300)
+    per_step = max(TAIL_FRACTION * delta / total_steps, 1e-300)
     return max(8.0, float(-ndtri(per_step)))
 
 
 _MAX_STEP_POINTS = 1 << 18  # grid points of one step's PLD
 
 
-def _initial_grid_step(phases: PhaseList, requested: float | None, half_width: float) -> float:
+def initial_grid_step(phases: PhaseList, requested: float | None, half_width: float) -> float:
     if requested is not None:
         return requested
     # At least eight grid points per standard deviation of one step's loss, and 1e-4
@@ -75,7 +77,7 @@ def _initial_grid_step(phases: PhaseList, requested: float | None, half_width: f
     return max(step, widest / _MAX_STEP_POINTS, 1e-12)
 
 
-def _compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
+def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
                      half_width: float, tail_mass: float, max_points: int = MAX_FFT_POINTS):
     """Discretise and compose, coarsening the grid until the FFT window fits ``max_points``.
 
@@ -91,9 +93,9 @@ def _compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
 def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: float,
                       half_width: float, tail_mass: float, failure: float):
     """(upper, lower, step used, FFT points, single-step PLDs) for one direction."""
-    upper_pld, upper_steps, step = _compose_fitting(phases, direction, step, UPPER, half_width,
+    upper_pld, upper_steps, step = compose_fitting(phases, direction, step, UPPER, half_width,
                                                     tail_mass)
-    lower_pld, lower_steps, _ = _compose_fitting(phases, direction, step, LOWER, half_width,
+    lower_pld, lower_steps, _ = compose_fitting(phases, direction, step, LOWER, half_width,
                                                  tail_mass)
     upper = upper_pld.epsilon(delta, UPPER)
     slack = rounding_slack(lower_steps, failure)
@@ -123,14 +125,14 @@ def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: floa
 
 
 def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_TOLERANCE,
-                   grid_step: float | None = None, time_budget: float = 1.0) -> PldBounds:
+                   grid_step: float | None = None,
+                   max_refined_points: int = REFINE_POINTS_LIMIT) -> PldBounds:
     """Certified (upper, lower) ε at ``delta`` for the phases composed in order."""
     total_steps = sum(steps for _, steps in phases)
-    half_width = _tail_half_width(total_steps, delta)
-    tail_mass = _TAIL_FRACTION * delta
+    half_width = tail_half_width(total_steps, delta)
+    tail_mass = TAIL_FRACTION * delta
     failure = _LOWER_FAILURE * delta
-    step = _initial_grid_step(phases, grid_step, half_width)
-    started = time.perf_counter()
+    step = initial_grid_step(phases, grid_step, half_width)
     while True:
         bounds, points, plds = {}, 0, {}
         for direction in DIRECTIONS:
@@ -153,8 +155,9 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         lower = min(max(low for _, low in bounds.values()), upper)
         done = gap_met(bounds)
         best = PldBounds(upper, lower, dict(bounds), step, step, points, done)
-        elapsed = time.perf_counter() - started
-        if done or grid_step is not None or step < 1e-7 or 3.5 * elapsed > time_budget:
+        # Halving h doubles the window: refine only while that stays within the work limit
+        # (a count, not a clock, so the answer never depends on the machine's load).
+        if done or grid_step is not None or step < 1e-7 or 2 * points > max_refined_points:
             return best
         step /= 2.0
 
@@ -163,17 +166,17 @@ def delta_bounds(phases: PhaseList, epsilon: float, grid_step: float | None = No
     """Certified (upper, lower) δ at ``epsilon``."""
     total_steps = sum(steps for _, steps in phases)
     # δ is unknown before we compute it; size the tails for δ down to 1e-15.
-    half_width = _tail_half_width(total_steps, 1e-15)
-    step = _initial_grid_step(phases, grid_step, half_width)
+    half_width = tail_half_width(total_steps, 1e-15)
+    step = initial_grid_step(phases, grid_step, half_width)
     tail_mass = 1e-24
     uppers, lowers = {}, {}
     for direction in DIRECTIONS:
-        composed, _, step = _compose_fitting(phases, direction, step, UPPER, half_width, tail_mass)
+        composed, _, step = compose_fitting(phases, direction, step, UPPER, half_width, tail_mass)
         uppers[direction] = composed.delta(epsilon, UPPER)
     upper = max(uppers.values())
     failure = max(_LOWER_FAILURE * upper, 1e-300)
     for direction in DIRECTIONS:
-        composed, plds, lower_step = _compose_fitting(phases, direction, step, LOWER, half_width,
+        composed, plds, lower_step = compose_fitting(phases, direction, step, LOWER, half_width,
                                                       tail_mass)
         slack = rounding_slack(plds, failure)
         lowers[direction] = max(0.0, composed.delta(epsilon + slack, LOWER) - failure)

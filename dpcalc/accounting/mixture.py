@@ -68,9 +68,12 @@ class GaussianMixturePair:
         """x with g(x) = ε, vectorised; −inf where ε ≤ ln p_0 (no such x).
 
         Two components: closed form x = σ²[ln(expm1(ε) + q) − ln q] + ½
-        (accounting-methods.md §2). More: Newton from the right, which converges
-        monotonically because g is convex and increasing; refined to ~1e-13 since
-        a loose inverse understates δ.
+        (accounting-methods.md §2). More: Newton from the right on
+        ln M(x) = ln(e^ε − p_0), M(x) = Σ_{j≥1} p_j exp((2jx − j²)/(2σ²)) = e^{g(x)} − p_0.
+        ln M is a log-sum-exp of affine functions of x, so convex and increasing, and
+        Newton from the right converges monotonically; it is nearly affine at both ends
+        (one component dominates), so a few steps suffice. Refined to ~1e-14 since a
+        loose inverse understates δ.
         """
         eps = np.atleast_1d(np.asarray(loss_values, dtype=float))
         sigma2 = self.noise_multiplier**2
@@ -87,30 +90,52 @@ class GaussianMixturePair:
             else:
                 out[valid] = sigma2 * (np.log(np.expm1(e) + q) - np.log(q)) + 0.5
             return out
-        # Start to the right of the root: the top component alone is below g.
-        x = sigma2 * (e - self.log_weights[top]) / top + top / 2.0
+        # ln(e^ε − p_0) = ε + ln(1 − e^{ln p_0 − ε}): exact in the difference ε − ln p_0,
+        # which keeps ε just above the floor (where g is flat) accurate; ε itself when p_0 = 0.
+        with np.errstate(divide="ignore"):
+            target = e + np.log(-np.expm1(self.loss_floor - e))
+        present = np.flatnonzero(self.weights[1:] > 0.0) + 1
+        shifts = self.shifts[present][:, None]
+        log_weights = self.log_weights[present][:, None]
+        # Each component alone is below M, so its own root lies right of the true root.
+        x = np.min(sigma2 * (target[None, :] - log_weights) / shifts + shifts / 2.0, axis=0)
+        active = np.arange(x.size)  # entries not yet converged
         for _ in range(200):
-            exps = self._exponents(x)
-            g = logsumexp(exps, axis=0)
-            # g'(x) = E_w[j]/σ² with w ∝ exp(exps): the mean shift under the posterior.
-            slope = np.exp(logsumexp(exps, axis=0, b=self.shifts[:, None]) - g) / sigma2
-            step = (g - e) / slope
-            x = x - step
-            if np.all(np.abs(step) <= 1e-14 * np.maximum(1.0, np.abs(x))):
+            x_active = x[active]
+            exps = log_weights + (2.0 * shifts * x_active[None, :] - shifts * shifts) / (2.0 * sigma2)
+            peak = exps.max(axis=0)
+            scaled = np.exp(exps - peak)
+            total = scaled.sum(axis=0)
+            # (ln M)'(x) = E_w[j]/σ², w ∝ exp(exps): the mean shift under the posterior.
+            slope = (shifts * scaled).sum(axis=0) / (total * sigma2)
+            step = (peak + np.log(total) - target[active]) / slope
+            x[active] = x_active - step
+            converged = np.abs(step) <= 1e-14 * np.maximum(1.0, np.abs(x[active]))
+            active = active[~converged]
+            if active.size == 0:
                 break
         out[valid] = x
         return out
 
     # --- tail masses of the loss under P and Q ------------------------------------------
-    def _log_mixture_cdf(self, x: np.ndarray, upper: bool) -> np.ndarray:
-        """log Σ_j p_j Φ̄((x − j)/σ) (upper) or log Σ_j p_j Φ((x − j)/σ)."""
-        z = (x[None, :] - self.shifts[:, None]) / self.noise_multiplier
-        parts = log_ndtr(-z if upper else z)
-        return logsumexp(self.log_weights[:, None] + parts, axis=0)
+    def _log_component_cdfs(self, x: np.ndarray):
+        """log Φ̄((x − j)/σ) and log Φ((x − j)/σ) for every component j (rows).
 
-    def _log_gauss_cdf(self, x: np.ndarray, upper: bool) -> np.ndarray:
-        z = x / self.noise_multiplier
-        return log_ndtr(-z if upper else z)
+        log_ndtr is evaluated once per point, for the smaller tail; the larger one is
+        log1p(−e^{smaller}), accurate because the smaller tail is at most ½."""
+        z = (x[None, :] - self.shifts[:, None]) / self.noise_multiplier
+        with np.errstate(invalid="ignore"):
+            smaller = log_ndtr(-np.abs(z))
+            larger = np.log1p(-np.exp(smaller))
+        positive = z > 0
+        return np.where(positive, smaller, larger), np.where(positive, larger, smaller)
+
+    def _log_mixture(self, log_parts: np.ndarray) -> np.ndarray:
+        """log Σ_j p_j e^{log_parts[j]} over the components with non-zero weight."""
+        terms = self.log_weights[:, None] + log_parts
+        if terms.shape[0] == 2:
+            return np.logaddexp(terms[0], terms[1])
+        return logsumexp(terms, axis=0)
 
     def log_tails(self, direction: str, grid: np.ndarray):
         """For each loss value e in ``grid``: log P(L > e), log P(L ≤ e), log Q(L > e), log Q(L ≤ e).
@@ -119,21 +144,16 @@ class GaussianMixturePair:
         add:    P = A, Q = B, L > e ⟺ x < g⁻¹(−e).
         """
         grid = np.asarray(grid, dtype=float)
-        if direction == REMOVE:
-            x = self.inverse_loss(grid)
-            p_above = self._log_mixture_cdf(x, upper=True)
-            p_below = self._log_mixture_cdf(x, upper=False)
-            q_above = self._log_gauss_cdf(x, upper=True)
-            q_below = self._log_gauss_cdf(x, upper=False)
-        elif direction == ADD:
-            x = self.inverse_loss(-grid)  # −inf where −e ≤ ln p_0: then L > e never happens
-            p_above = self._log_gauss_cdf(x, upper=False)
-            p_below = self._log_gauss_cdf(x, upper=True)
-            q_above = self._log_mixture_cdf(x, upper=False)
-            q_below = self._log_mixture_cdf(x, upper=True)
-        else:
+        if direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}")
-        return p_above, p_below, q_above, q_below
+        # remove: x = g⁻¹(e); add: x = g⁻¹(−e), −inf where −e ≤ ln p_0 (L > e never happens)
+        x = self.inverse_loss(grid if direction == REMOVE else -grid)
+        upper, lower = self._log_component_cdfs(x)
+        mixture_upper, mixture_lower = self._log_mixture(upper), self._log_mixture(lower)
+        gauss_upper, gauss_lower = upper[0], lower[0]  # A = N(0, σ²) is component j = 0
+        if direction == REMOVE:
+            return mixture_upper, mixture_lower, gauss_upper, gauss_lower
+        return gauss_lower, gauss_upper, mixture_lower, mixture_upper
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         """Loss values at the ends of the output window [−Kσ, k + Kσ] (K = half_width)."""

@@ -79,11 +79,11 @@ class DiscretePld:
 
 
 _POOL_BLOCK = 64
-_NEGLIGIBLE_LOG_MASS = -46.0  # 1e-20 of the largest mass
+_NEGLIGIBLE_LOG_MASS = -27.6  # 1e-12 of the largest mass
 
 
 def _pool_light_entries(log_masses: np.ndarray, values: np.ndarray, upward: bool):
-    """Entries lighter than 1e-20 of the heaviest, pooled in blocks of consecutive grid
+    """Entries lighter than 1e-12 of the heaviest, pooled in blocks of consecutive grid
     points placed at the block's largest (upward) or smallest value: for λ of that sign
     the MGF can only grow, so Chernoff bounds stay valid, and the heavy entries are exact."""
     light = log_masses < log_masses.max() + _NEGLIGIBLE_LOG_MASS
@@ -271,9 +271,9 @@ def discretise(pair: GaussianMixturePair, direction: str, grid_step: float,
 def _min_over_lambda(bound_at, guess: float) -> float:
     """min over λ > 0 of bound_at(λ), where every value is a valid bound.
 
-    Seven λ on a log grid around ``guess`` (the optimum for a Gaussian), widened while
-    the best one sits at an edge, then seven more between the best one's neighbours."""
-    lambdas = guess * np.geomspace(1 / 8, 8, 7)
+    Five λ on a log grid around ``guess`` (the optimum for a Gaussian), widened while
+    the best one sits at an edge, then five more between the best one's neighbours."""
+    lambdas = guess * np.geomspace(1 / 8, 8, 5)
     values = bound_at(lambdas)
     for _ in range(6):
         clean = np.where(np.isfinite(values), values, np.inf)
@@ -287,7 +287,7 @@ def _min_over_lambda(bound_at, guess: float) -> float:
         lambdas, values = lambdas[order], values[order]
     clean = np.where(np.isfinite(values), values, np.inf)
     best = int(np.argmin(clean))
-    finer = np.geomspace(lambdas[max(best - 1, 0)], lambdas[min(best + 1, lambdas.size - 1)], 7)
+    finer = np.geomspace(lambdas[max(best - 1, 0)], lambdas[min(best + 1, lambdas.size - 1)], 5)
     clean = np.concatenate([clean, bound_at(finer)])
     clean = clean[np.isfinite(clean)]
     return float(clean.min()) if clean.size else math.inf
