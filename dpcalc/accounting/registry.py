@@ -15,6 +15,7 @@ _ACCOUNTANTS: dict[str, str] = {
     "rdp": "dpcalc.accounting.rdp:RdpAccountant",
     "moments": "dpcalc.accounting.rdp:MomentsAccountant",
     "abadi": "dpcalc.accounting.rdp:AbadiBoundAccountant",
+    "gdp": "dpcalc.accounting.gdp:GdpAccountant",
     "strong": "dpcalc.accounting.composition:StrongCompositionAccountant",
     "naive": "dpcalc.accounting.composition:NaiveCompositionAccountant",
 }

@@ -7,7 +7,11 @@ from typing import Optional
 import typer
 
 from dpcalc import __version__
+from dpcalc.cli.compare import compare_command
 from dpcalc.cli.epsilon import epsilon_command
+from dpcalc.cli.group import group_command
+from dpcalc.cli.sigma import sigma_command
+from dpcalc.cli.simulate import simulate_command
 from dpcalc.errors import DpcalcError
 
 app = typer.Typer(
@@ -35,6 +39,10 @@ def _root(
 
 
 app.command("epsilon")(epsilon_command)
+app.command("sigma")(sigma_command)
+app.command("compare")(compare_command)
+app.command("simulate")(simulate_command)
+app.command("group")(group_command)
 
 
 def _is_usage_error(error: Exception) -> bool:

@@ -93,9 +93,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def json_text(payload: dict) -> str:
+    """Any payload under the JSON rules of the output contract (inf as "inf")."""
+    return json.dumps(_jsonable(payload), indent=2, allow_nan=False)
+
+
 def to_json(report: Report) -> str:
     payload = {"command": report.command, "inputs": report.inputs, "results": report.results}
-    return json.dumps(_jsonable(payload), indent=2, allow_nan=False)
+    return json_text(payload)
 
 
 # --- plain --------------------------------------------------------------------------------

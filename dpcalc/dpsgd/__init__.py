@@ -18,7 +18,7 @@ from dpcalc.dpsgd.data import (Dataset, Split, load_dataset, make_synthetic_task
 from dpcalc.dpsgd.models import (LogisticRegression, MultilayerPerceptron, Params,
                                  SoftmaxModel, build_model)
 from dpcalc.dpsgd.train import (EpochRecord, StepRecord, TrainingConfig, TrainingHistory,
-                                clip_per_example, noisy_average, planned_steps,
+                                clip_per_example, epoch_end_steps, noisy_average, planned_steps,
                                 sample_poisson_batch, shuffled_epoch_batches, steps_per_epoch,
                                 train_baseline, train_dp_sgd)
 
@@ -26,6 +26,7 @@ __all__ = [
     "Dataset", "Split", "load_dataset", "make_synthetic_task", "split_and_standardise",
     "LogisticRegression", "MultilayerPerceptron", "Params", "SoftmaxModel", "build_model",
     "EpochRecord", "StepRecord", "TrainingConfig", "TrainingHistory", "clip_per_example",
+    "epoch_end_steps",
     "noisy_average", "planned_steps", "sample_poisson_batch", "shuffled_epoch_batches",
     "steps_per_epoch", "train_baseline", "train_dp_sgd",
 ]

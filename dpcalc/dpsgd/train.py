@@ -181,6 +181,11 @@ def _check_batch_fits(config: TrainingConfig, n_train: int) -> None:
                           f"({n_train}); got {config.batch_size}")
 
 
+def epoch_end_steps(config: TrainingConfig, n_train: int) -> list[int]:
+    """Step counts after which ``on_epoch`` is called; its length is the number of epoch records."""
+    return _epoch_end_steps(config, n_train, planned_steps(config, n_train))
+
+
 def _epoch_end_steps(config: TrainingConfig, n_train: int, total_steps: int) -> list[int]:
     """Step counts after which an epoch ends (whole epochs, then the final partial one)."""
     if config.sampling == "shuffle":

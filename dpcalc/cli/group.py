@@ -1,0 +1,325 @@
+"""`dpcalc group`: DP-SGD privacy for k protected records (group privacy, seed 000).
+
+For each k: the certified pb bounds of the exact worst-case mixture pair, next to the
+seed's RDP over-approximation, the generic (ε, δ) group-privacy conversion of the
+k = 1 guarantee and the RDP group property. --target-epsilon gives the σ per k instead.
+"""
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from dpcalc.cli import options as opt
+from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record
+from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                               show_upper)
+from dpcalc.errors import DpcalcError
+from dpcalc.params import (check_count, check_delta, check_noise_multiplier, check_positive,
+                           resolve_steps)
+
+# Mirrors dpcalc.accounting.group (imported lazily: it pulls in the pb engine).
+_METHODS = ("pb", "rdp-overapprox", "group-conversion", "rdp-group")
+_MAX_K = 64
+_COMPOSITIONS = [2**power for power in range(17)]  # the seed's x-axis: 2^0 … 2^16
+_SIGMA_FACTORS = (1.0, 2.0, 4.0)  # ε over k is drawn for σ, 2σ and 4σ
+NOT_APPLICABLE = "not applicable"
+NO_CERTIFICATE = "no certificate"
+
+
+class Sampling(str, Enum):
+    hypergeometric = "hypergeometric"
+    poisson = "poisson"
+
+
+class PlotKind(str, Enum):
+    compositions = "compositions"
+    k = "k"
+    distributions = "distributions"
+    all = "all"
+
+
+K_OPTION = typer.Option(None, "--k", metavar="K|A:B|A,B,…",
+                        help=f"Protected records k: a number, a range such as 1:8 or a list such as "
+                             f"1,2,4 (each from 1 to {_MAX_K}, at most N).")
+BATCH_SIZE = typer.Option(None, "--batch-size", metavar="INT",
+                          help="Batch size B, drawn without replacement from N each step "
+                               "(--sampling poisson: expected size, q = B/N).")
+SAMPLING = typer.Option(Sampling.hypergeometric, "--sampling", case_sensitive=False,
+                        help="hypergeometric: fixed-size batches (J ~ Hypergeom(N, k, B)); "
+                             "poisson: each record with probability q = B/N (J ~ Binomial(k, q)).")
+METHOD = typer.Option(None, "--method", "-m", metavar="NAME",
+                      help=f"One of {', '.join(_METHODS)} or all (repeatable or comma-separated). "
+                           "Default: all.")
+TARGET_EPSILON = typer.Option(None, "--target-epsilon", metavar="FLOAT",
+                              help="Instead of --sigma: the smallest σ whose certified pb ε for k "
+                                   "records is ≤ this (one σ per k).")
+PLOT = typer.Option(None, "--plot", metavar="FILE",
+                    help="Also draw a figure (.png or .svg; needs matplotlib, pip install "
+                         "'dpcalc\\[plot]'); which one: --plot-kind.")
+PLOT_KIND = typer.Option(PlotKind.compositions, "--plot-kind", case_sensitive=False,
+                         help="compositions: ε over 2^0…2^16 steps per k and method; k: pb ε over k "
+                              "for σ, 2σ, 4σ at --steps; distributions: the worst-case densities A "
+                              "and B for the largest k; all: the three, as FILE's stem + "
+                              "-compositions, -k, -distributions.")
+
+
+# --------------------------------------------------------------------------- inputs
+def parse_k_values(text: str | None) -> list[int]:
+    """'4', '1:8' or '1,2,4' (parts may mix) → sorted distinct k values."""
+    if text is None or not str(text).strip():
+        raise DpcalcError("give --k (protected records: a number, a range 1:8 or a list 1,2,4)")
+    values: set[int] = set()
+    for part in str(text).split(","):
+        part = part.strip()
+        first, sep, last = part.partition(":")
+        if sep:
+            low = check_count(first, "--k (range start)", maximum=_MAX_K)
+            high = check_count(last, "--k (range end)", maximum=_MAX_K)
+            if high < low:
+                raise DpcalcError(f"--k range must go up, like 1:8; got {part!r}")
+            values.update(range(low, high + 1))
+        else:
+            values.add(check_count(part, "--k", maximum=_MAX_K))
+    return sorted(values)
+
+
+def _methods(requested: list[str] | None) -> list[str]:
+    if not requested:
+        return list(_METHODS)
+    names: list[str] = []
+    for item in requested:
+        for name in (part.strip() for part in item.split(",")):
+            if not name:
+                continue
+            chosen = list(_METHODS) if name == "all" else [name]
+            for each in chosen:
+                if each not in _METHODS:
+                    raise DpcalcError(f"--method must be one of {', '.join(_METHODS)}, all; "
+                                      f"got {name!r}")
+                if each not in names:
+                    names.append(each)
+    return names or list(_METHODS)
+
+
+def _plot_paths(plot: str, kind: PlotKind) -> dict[str, Path]:
+    """{figure kind: path}; 'all' writes FILE's stem + '-<kind>' + suffix for each kind."""
+    from importlib.util import find_spec
+
+    from dpcalc.cli.plots import check_plot_path
+
+    target = check_plot_path(plot)
+    if find_spec("matplotlib") is None:  # fail before any computing
+        raise DpcalcError("--plot needs matplotlib: pip install 'dpcalc[plot]'")
+    if kind != PlotKind.all:
+        return {kind.value: target}
+    kinds = (PlotKind.compositions, PlotKind.k, PlotKind.distributions)
+    return {each.value: target.with_name(f"{target.stem}-{each.value}{target.suffix}") for each in kinds}
+
+
+# --------------------------------------------------------------------------- records
+_SHORT_KIND = {CERTIFIED: "certified", APPROXIMATION: "approximation", NOT_APPLICABLE: "n/a",
+               NO_CERTIFICATE: "none found"}
+
+
+def group_record(k: int, result) -> dict:
+    """{"k", "accountant", "epsilon", "epsilon_upper", "epsilon_lower", "certified", "kind",
+    "order", "notes", "details"}."""
+    record = {"k": k, **epsilon_record(result)}
+    if result.epsilon is None:
+        found_none = any(note.startswith(NO_CERTIFICATE) for note in result.notes)
+        record["kind"] = NO_CERTIFICATE if found_none else NOT_APPLICABLE
+    return record
+
+
+def sigma_record(calibration, target: float) -> dict:
+    """{"k", "accountant", "sigma", "target_epsilon", "epsilon", "epsilon_upper",
+    "epsilon_lower", "certified", "kind", "evaluations", "notes", "details"}."""
+    record = {"k": calibration.k, **epsilon_record(calibration.result)}
+    record.update(sigma=calibration.sigma, target_epsilon=target, evaluations=calibration.evaluations)
+    return record
+
+
+def _footnotes(records: list[dict], explain_pb: bool = True) -> list[str]:
+    """The bound explanation, then each method's notes once ('(k=…)' where they differ by k)."""
+    lines = []
+    if explain_pb and any(record["accountant"] == "pb" for record in records):
+        lines.append("ε is a certified upper bound (rounded up); pb's lower bound is certified too "
+                     "(rounded down). All bounds are for the worst-case pair of seed 000.")
+    seen: dict[tuple[str, str], list[int]] = {}
+    for record in records:
+        for note in record["notes"]:
+            seen.setdefault((record["accountant"], note), []).append(record["k"])
+    for (name, note), ks in seen.items():
+        where = "" if len(ks) > 1 else f" (k={ks[0]})"
+        lines.append(f"{name}{where}: {note}")
+    return lines
+
+
+_EPSILON_COLUMNS = [
+    Column("k", "k"),
+    Column("method", "accountant", justify="left"),
+    Column("ε", "epsilon", show_upper),
+    Column("lower bound", "epsilon_lower", show_lower),
+    Column("kind", "kind", lambda value: _SHORT_KIND.get(value, str(value)), justify="left"),
+]
+
+
+def _sigma_columns() -> list[Column]:
+    return [
+        Column("k", "k"),
+        Column("σ", "sigma", lambda value: show_upper(value, 5)),
+        Column("ε at σ (pb)", "epsilon", show_upper),
+        Column("lower bound", "epsilon_lower", show_lower),
+    ]
+
+
+# --------------------------------------------------------------------------- plots
+def _draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[str],
+          delta: float) -> None:
+    from dpcalc.accounting import group
+    from dpcalc.cli import plots
+
+    if "compositions" in paths:
+        shown = [name for name in methods if name in ("pb", "rdp-overapprox", "group-conversion")]
+        series = []
+        conversions = (group.conversion_over_steps(setting, k_values, _COMPOSITIONS, delta)
+                       if "group-conversion" in shown else {})
+        for k in k_values:
+            each = setting.with_k(k)
+            if "pb" in shown:
+                series.append(plots.GroupSeries("pb", k, group.pb_epsilon_over_steps(
+                    each, _COMPOSITIONS, delta)))
+            if "rdp-overapprox" in shown:
+                series.append(plots.GroupSeries("rdp-overapprox", k, group.rdp_overapprox_over_steps(
+                    each, _COMPOSITIONS, delta)))
+            if "group-conversion" in shown:
+                series.append(plots.GroupSeries("group-conversion", k, conversions[k]))
+        plots.group_compositions_figure(
+            paths["compositions"], _COMPOSITIONS, series,
+            f"ε over compositions (B={setting.batch_size}, N={setting.dataset_size}, "
+            f"σ={setting.noise_multiplier:g}, δ={delta:g})")
+    if "k" in paths:
+        over = k_values if len(k_values) > 1 else list(range(1, k_values[0] + 1))
+        series = []
+        for factor in _SIGMA_FACTORS:
+            sigma = setting.noise_multiplier * factor
+            values = [group.pb_epsilon_over_steps(setting.with_k(k).with_sigma(sigma),
+                                                  [setting.steps], delta)[0] for k in over]
+            series.append(plots.GroupSeries("pb", None, values, f"σ = {sigma:g}"))
+        plots.group_over_k_figure(
+            paths["k"], over, series,
+            f"pb ε over k (B={setting.batch_size}, N={setting.dataset_size}, "
+            f"T={setting.steps}, δ={delta:g})")
+    if "distributions" in paths:
+        import numpy as np
+
+        each = setting.with_k(max(k_values))
+        sigma = each.noise_multiplier
+        outputs = np.linspace(-5.0 * sigma, each.k + 5.0 * sigma, 2001)
+        density_a, density_b = group.worst_case_densities(each, outputs)
+        plots.group_distributions_figure(
+            paths["distributions"], outputs, density_a, density_b,
+            f"worst-case pair, k={each.k}, σ={sigma:g} ({each.sampling}, B={each.batch_size}, "
+            f"N={each.dataset_size})")
+    for path in paths.values():
+        sys.stderr.write(f"plot written to {path}\n")
+
+
+def _sigma_report(setting, k_values: list[int], target: float, delta: float, tolerance: float,
+                  inputs: dict) -> Report:
+    """--target-epsilon: the calibrated σ per k (pb)."""
+    from dpcalc.accounting import group
+
+    records = [sigma_record(group.calibrate_group_sigma(setting.with_k(k), target, delta, tolerance),
+                            target) for k in k_values]
+    footnotes = ["σ is rounded up (a larger σ is the safe side); ε is pb's certified upper "
+                 "bound at that σ, ≤ the target (its lower bound is certified too). "
+                 "Bounds are for the worst-case pair of seed 000."] + _footnotes(records, False)
+    return Report(command="group", title="Noise multiplier protecting k records",
+                  inputs={**inputs, "target_epsilon": target, "accountants": ["pb"]},
+                  results=records, columns=_sigma_columns(),
+                  plain_columns=[Column("σ", "sigma", plain_upper)], footnotes=footnotes,
+                  input_labels=INPUT_LABELS)
+
+
+def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str],
+                    tolerance: float, inputs: dict) -> Report:
+    """ε per k and method."""
+    from dpcalc.accounting import group
+
+    results = group.group_epsilons(setting, k_values, delta, names, tolerance)
+    records = [group_record(k, result) for k, result in results]
+    return Report(command="group", title="Privacy of k protected records",
+                  inputs={**inputs, "accountants": names}, results=records,
+                  columns=_EPSILON_COLUMNS, plain_columns=[Column("ε", "epsilon", plain_upper)],
+                  footnotes=_footnotes(records), input_labels=INPUT_LABELS)
+
+
+# --------------------------------------------------------------------------- command
+def group_command(
+    k: Optional[str] = K_OPTION,
+    batch_size: Optional[str] = BATCH_SIZE,
+    dataset_size: Optional[str] = opt.DATASET_SIZE,
+    sigma: Optional[str] = opt.SIGMA,
+    steps: Optional[str] = opt.STEPS,
+    epochs: Optional[str] = opt.EPOCHS,
+    delta: str = opt.DELTA,
+    sampling: Sampling = SAMPLING,
+    method: Optional[List[str]] = METHOD,
+    target_epsilon: Optional[str] = TARGET_EPSILON,
+    tolerance: str = opt.TOLERANCE,
+    plot: Optional[str] = PLOT,
+    plot_kind: PlotKind = PLOT_KIND,
+    output_format: OutputFormat = opt.FORMAT,
+) -> None:
+    """ε for k protected records (group privacy) in DP-SGD with batches of B out of N.
+
+    pb composes the exact worst-case pair N(0, σ²) vs Σ_j P[J=j]·N(j, σ²) (J: how many of
+    the k records a batch holds) and gives certified upper and lower bounds. Beside it:
+    rdp-overapprox (seed 000's quick RDP method, q′ = P[J ≥ 1] with noise σ/k),
+    group-conversion ((kε, k·e^((k−1)ε)·δ) from the k = 1 guarantee, δ split optimised)
+    and rdp-group (Mironov 2017 Prop. 2, k a power of two). --plot FILE draws the figure
+    chosen by --plot-kind; --plot-kind all writes three files.
+    """
+    from dpcalc.accounting import group
+
+    k_values = parse_k_values(k)
+    if batch_size is None or dataset_size is None:
+        raise DpcalcError("give --batch-size and --dataset-size (batches of B out of N records)")
+    batch = check_count(batch_size, "--batch-size")
+    dataset = check_count(dataset_size, "--dataset-size")
+    if batch > dataset:
+        raise DpcalcError(f"--batch-size must be <= --dataset-size ({dataset}); got {batch}")
+    if k_values[-1] > dataset:
+        raise DpcalcError(f"--k must be <= --dataset-size ({dataset}); got {k_values[-1]}")
+    step_count = resolve_steps(steps, epochs, batch / dataset, batch, dataset)
+    target_delta = check_delta(delta)
+    pb_tolerance = check_positive(tolerance, "--tolerance")
+    target = None if target_epsilon is None else check_positive(target_epsilon, "--target-epsilon")
+    if (target is None) == (sigma is None):
+        raise DpcalcError("give either --sigma (noise multiplier, > 0) or --target-epsilon")
+    if target is not None and (method or plot is not None):
+        raise DpcalcError("--target-epsilon calibrates pb only: drop --method and --plot")
+    noise = 1.0 if sigma is None else check_noise_multiplier(sigma)
+    names = _methods(method)
+    paths = _plot_paths(plot, plot_kind) if plot is not None else {}
+    setting = group.GroupSetting(k_values[0], batch, dataset, noise, step_count, sampling.value)
+    opt.warn_large_delta(target_delta, dataset)
+    inputs = {"k": k_values, "batch_size": batch, "dataset_size": dataset, "q": batch / dataset,
+              "sigma": None if target is not None else noise, "steps": step_count,
+              "delta": target_delta, "sampling": sampling.value}
+    if target is not None:
+        emit(_sigma_report(setting, k_values, target, target_delta, pb_tolerance, inputs),
+             output_format)
+        return
+    report = _epsilon_report(setting, k_values, target_delta, names, pb_tolerance, inputs)
+    emit(report, output_format)
+    if paths:
+        _draw(paths, setting, k_values, names, target_delta)
+
+
+__all__ = ["group_command", "parse_k_values"]

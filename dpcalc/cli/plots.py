@@ -1,0 +1,191 @@
+"""Figures for the CLI (--plot). One function per figure.
+
+matplotlib is an optional extra (`pip install 'dpcalc[plot]'`): it is imported only
+inside the drawing functions, and a missing install is one clear error line.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from dpcalc.errors import DpcalcError
+
+PLOT_SUFFIXES = (".png", ".svg")
+_MISSING = "--plot needs matplotlib: pip install 'dpcalc[plot]'"
+# Use a log axis once the values span more than this factor.
+_LOG_SPAN = 20.0
+
+
+@dataclass
+class Curve:
+    """One accountant's ε over the sweep; ``lower`` (certified lower bounds) shades a band."""
+
+    label: str
+    values: Sequence[float | None]
+    lower: Sequence[float | None] | None = None
+    certified: bool = True
+
+
+def check_plot_path(path: str) -> Path:
+    """The --plot FILE as a Path, if its suffix is one we can write."""
+    target = Path(path)
+    if target.suffix.lower() not in PLOT_SUFFIXES:
+        raise DpcalcError(f"--plot FILE must end in .png or .svg; got {path!r}")
+    if not target.parent.is_dir():
+        raise DpcalcError(f"--plot FILE's folder does not exist: {str(target.parent)!r}")
+    return target
+
+
+def _finite(values) -> list[float]:
+    return [float(v) for v in values if v is not None and math.isfinite(v) and v > 0]
+
+
+def _as_plot_values(values) -> list[float]:
+    """None (not applicable) and inf (no finite ε) become gaps in the line."""
+    return [math.nan if v is None or not math.isfinite(v) else float(v) for v in values]
+
+
+def _spans(values: list[float]) -> bool:
+    return bool(values) and min(values) > 0 and max(values) / min(values) > _LOG_SPAN
+
+
+def _import_figure():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise DpcalcError(_MISSING) from None
+    return Figure
+
+
+def epsilon_sweep_figure(path: str, x_label: str, x_values: Sequence[float], curves: list[Curve],
+                         title: str, y_label: str = "ε") -> Path:
+    """ε over a sweep (steps, epochs, σ or q) per accountant, with the certified band
+    between lower and upper bound shaded where a curve has ``lower``. Axes are
+    log-scaled when their values span more than a factor 20. Returns the written path."""
+    target = check_plot_path(path)
+    Figure = _import_figure()
+    figure = Figure(figsize=(7.5, 4.8), layout="constrained")
+    axes = figure.add_subplot()
+    order = sorted(range(len(x_values)), key=lambda index: x_values[index])
+    xs = [float(x_values[index]) for index in order]
+    for curve in curves:
+        ys = _as_plot_values([curve.values[index] for index in order])
+        style = "-" if curve.certified else "--"
+        label = curve.label if curve.certified else f"{curve.label} (approximation)"
+        (line,) = axes.plot(xs, ys, style, marker="o", markersize=3, linewidth=1.5, label=label)
+        if curve.lower is not None:
+            lows = _as_plot_values([curve.lower[index] for index in order])
+            axes.fill_between(xs, lows, ys, color=line.get_color(), alpha=0.25, linewidth=0,
+                              label=f"{curve.label}: certified band (lower to upper bound)")
+    if _spans(_finite(xs)):
+        axes.set_xscale("log")
+    every_value = [value for curve in curves for value in _finite(curve.values)]
+    log_y = _spans(every_value)
+    if log_y:
+        axes.set_yscale("log")
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(f"{y_label} (log scale)" if log_y else y_label)
+    axes.set_title(title)
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize="small", loc="best")
+    try:
+        figure.savefig(target, dpi=150)
+    except OSError as error:
+        raise DpcalcError(f"--plot could not write {path!r}: {error.strerror or error}") from None
+    return target
+
+
+# --- dpcalc group: the three figures of seed 000 ----------------------------------------
+_GROUP_STYLES = {"pb": "-", "rdp-overapprox": "--", "group-conversion": ":"}
+
+
+@dataclass
+class GroupSeries:
+    """One line of a group-privacy figure: ``method``'s ε for group size ``k`` (or, over k,
+    one σ named by ``label``). None / inf values are gaps."""
+
+    method: str
+    k: int | None
+    values: Sequence[float | None]
+    label: str | None = None
+
+
+def _save_group_figure(figure, target: Path, path) -> Path:
+    try:
+        figure.savefig(target, dpi=150)
+    except OSError as error:
+        raise DpcalcError(f"--plot could not write {str(path)!r}: {error.strerror or error}") from None
+    return target
+
+
+def _group_axes(x_values, series: list[GroupSeries], x_label: str, title: str, log_x: bool):
+    Figure = _import_figure()
+    figure = Figure(figsize=(7.5, 4.8), layout="constrained")
+    axes = figure.add_subplot()
+    colours = {}
+    for line in series:
+        key = line.k if line.k is not None else line.label
+        colour = colours.setdefault(key, f"C{len(colours) % 10}")
+        label = line.label or f"k={line.k}, {line.method}"
+        if line.label and line.k is not None:
+            label = f"{line.label}, {line.method}"
+        axes.plot([float(x) for x in x_values], _as_plot_values(line.values),
+                  _GROUP_STYLES.get(line.method, "-"), color=colour, marker="o", markersize=2.5,
+                  linewidth=1.4, label=label)
+    if log_x:
+        axes.set_xscale("log", base=2)
+    every_value = [value for line in series for value in _finite(line.values)]
+    log_y = _spans(every_value)
+    if log_y:
+        axes.set_yscale("log")
+    axes.set_xlabel(x_label)
+    axes.set_ylabel("ε (log scale)" if log_y else "ε")
+    axes.set_title(title, fontsize="medium")
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize="x-small", loc="best", ncol=2 if len(series) > 8 else 1)
+    return figure
+
+
+def group_compositions_figure(path, steps: Sequence[int], series: list[GroupSeries],
+                              title: str) -> Path:
+    """ε over the number of compositions (steps) per k and method (seed 000, figure 2):
+    pb solid, rdp-overapprox dashed, group-conversion dotted; one colour per k."""
+    target = check_plot_path(str(path))
+    figure = _group_axes(steps, series, "compositions (steps T)", title, log_x=True)
+    return _save_group_figure(figure, target, path)
+
+
+def group_over_k_figure(path, k_values: Sequence[int], series: list[GroupSeries],
+                        title: str) -> Path:
+    """ε over the number of protected records k, one line per σ (seed 000, figure 3)."""
+    target = check_plot_path(str(path))
+    figure = _group_axes(k_values, series, "protected records k", title, log_x=False)
+    from matplotlib.ticker import MaxNLocator
+
+    figure.axes[0].xaxis.set_major_locator(MaxNLocator(integer=True))
+    return _save_group_figure(figure, target, path)
+
+
+def group_distributions_figure(path, outputs: Sequence[float], density_a: Sequence[float],
+                               density_b: Sequence[float], title: str) -> Path:
+    """The worst-case pair's densities A = N(0, σ²) and B = Σ_j p_j N(j, σ²) (seed 000,
+    figure 1), on a linear and a log axis (the log axis shows the j ≥ 1 components)."""
+    target = check_plot_path(str(path))
+    Figure = _import_figure()
+    figure = Figure(figsize=(9.0, 4.0), layout="constrained")
+    for index, scale in enumerate(("linear", "log")):
+        axes = figure.add_subplot(1, 2, index + 1)
+        axes.plot(outputs, density_a, "-", linewidth=1.4, label="A = N(0, σ²)")
+        axes.plot(outputs, density_b, "--", linewidth=1.4, label="B = Σ_j p_j N(j, σ²)")
+        axes.set_yscale(scale)
+        if scale == "log":
+            floor = max(1e-300, min(float(min(density_a)), float(min(density_b))))
+            axes.set_ylim(bottom=floor)
+        axes.set_xlabel("output (sensitivity 1)")
+        axes.set_ylabel("density" + (" (log scale)" if scale == "log" else ""))
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize="small")
+    figure.suptitle(title, fontsize="medium")
+    return _save_group_figure(figure, target, path)

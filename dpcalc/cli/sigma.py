@@ -1,0 +1,234 @@
+"""`dpcalc sigma`: the smallest noise multiplier that meets a target ε.
+
+Two modes:
+- DP-SGD (with --q or --batch-size/--dataset-size, and --steps or --epochs): per
+  accountant, the smallest σ whose ε at δ is ≤ the target (safe side);
+- one Gaussian mechanism (without them): the analytic σ (Balle & Wang 2018) next to
+  the classic formula (Dwork & Roth 2014 Thm A.1), flagged where ε ≥ 1.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Optional
+
+import typer
+
+from dpcalc.accounting.calibrate import (GaussianSigmas, SigmaResult, dpsgd_sigma,
+                                         gaussian_mechanism_sigmas)
+from dpcalc.accounting.registry import resolve_names
+from dpcalc.cli import options as opt
+from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                               show_upper)
+from dpcalc.errors import DpcalcError
+from dpcalc.params import (check_count, check_delta, check_positive, check_range,
+                           resolve_sampling_rate, resolve_steps)
+
+DEFAULT_PRECISION = "1e-4"
+
+EPSILON_TARGET = typer.Option(None, "--epsilon", "-e", metavar="FLOAT",
+                              help="Target ε > 0 (required).")
+PRECISION = typer.Option(DEFAULT_PRECISION, "--precision", metavar="FLOAT",
+                         help="Relative precision of σ in (0, 0.1]: the σ returned is within this "
+                              "factor of the smallest σ meeting the target.")
+SENSITIVITY = typer.Option(None, "--sensitivity", metavar="FLOAT",
+                           help="Gaussian mechanism only (no --q/--steps): L2 sensitivity Δ > 0, "
+                                "default 1. σ is then the noise standard deviation.")
+
+_DPSGD_FLAGS = ("--q", "--batch-size", "--dataset-size", "--steps", "--epochs")
+_UNSAFE = "UNSAFE"
+
+
+def _sigma_digits(precision: float) -> int:
+    """Significant digits of σ worth showing at this relative precision (at least 4)."""
+    return max(4, min(8, math.ceil(-math.log10(precision)) + 1))
+
+
+# ------------------------------------------------------------------ DP-SGD mode
+def _dpsgd_record(calibration: SigmaResult, target: float) -> dict:
+    result = calibration.result
+    notes = list(result.notes)
+    if calibration.at_floor:
+        notes.insert(0, f"the target is met even at σ = {calibration.sigma:g}, the smallest "
+                        "noise multiplier searched")
+    return {
+        "accountant": calibration.accountant,
+        "sigma": calibration.sigma,
+        "epsilon": calibration.epsilon,
+        "epsilon_lower": result.epsilon_lower,
+        "target_epsilon": target,
+        "certified": calibration.certified,
+        "kind": CERTIFIED if calibration.certified else APPROXIMATION,
+        "evaluations": calibration.evaluations,
+        "notes": notes,
+    }
+
+
+def _failed_record(name: str, target: float, error: Exception) -> dict:
+    from dpcalc.accounting.evaluate import make_accountant
+
+    certified = make_accountant(name).certified
+    return {"accountant": name, "sigma": None, "epsilon": None, "epsilon_lower": None,
+            "target_epsilon": target, "certified": certified,
+            "kind": CERTIFIED if certified else APPROXIMATION, "evaluations": None,
+            "notes": [str(error)]}
+
+
+def _calibrate_all(names: list[str], target: float, delta: float, sampling_rate: float,
+                   steps: int, precision: float, tolerance: float) -> list[dict]:
+    """One record per accountant. A single accountant's failure is the command's error
+    (exit 2); with several, a failing one is reported in its row unless all fail."""
+    records, errors = [], []
+    for name in names:
+        options = {"tolerance": tolerance} if name == "pb" else {}
+        try:
+            calibration = dpsgd_sigma(name, target, delta, sampling_rate, steps,
+                                      precision=precision, **options)
+        except (DpcalcError, ArithmeticError) as error:
+            if len(names) == 1:
+                raise
+            errors.append(error)
+            records.append(_failed_record(name, target, error))
+            continue
+        records.append(_dpsgd_record(calibration, target))
+    if errors and len(errors) == len(names):
+        raise errors[0]
+    return records
+
+
+def _dpsgd_report(records: list[dict], inputs: dict, digits: int) -> Report:
+    columns = [
+        Column("accountant", "accountant", justify="left"),
+        Column("σ", "sigma", lambda value: show_upper(value, digits)),
+        Column("ε at σ", "epsilon", show_upper),
+        Column("lower bound", "epsilon_lower", show_lower),
+        Column("kind", "certified", lambda value: "certified" if value else "approximation",
+               justify="left"),
+        Column("evals", "evaluations", lambda value: "" if value is None else str(value)),
+    ]
+    footnotes = ["σ is rounded up (a larger σ is the safe side); ε is the accountant's value at "
+                 "that σ, ≤ the target (pb: certified upper bound, with its certified lower "
+                 "bound); evals = ε evaluations."]
+    if any(not record["certified"] for record in records):
+        footnotes.append("An approximation is not a bound: a σ calibrated with it may not meet "
+                         "the target.")
+    footnotes += [f"{record['accountant']}: {note}" for record in records for note in record["notes"]]
+    return Report(command="sigma", title="Noise multiplier for DP-SGD", inputs=inputs,
+                  results=records, columns=columns,
+                  plain_columns=[Column("σ", "sigma", plain_upper)], footnotes=footnotes,
+                  input_labels=INPUT_LABELS)
+
+
+# ------------------------------------------------------------------ Gaussian mechanism mode
+def _gaussian_records(sigmas: GaussianSigmas) -> list[dict]:
+    from dpcalc.accounting.gaussian import gaussian_delta
+
+    analytic = {
+        "accountant": "analytic",
+        "mechanism": "gaussian",
+        "sigma": sigmas.analytic_sigma,
+        "epsilon": sigmas.epsilon,
+        "delta_achieved": float(gaussian_delta(sigmas.epsilon, sigmas.analytic_sigma,
+                                               sigmas.sensitivity)),
+        "safe": True,
+        "certified": True,
+        "kind": "Balle & Wang 2018",
+        "notes": ["smallest σ with δ(ε) ≤ target (analytic Gaussian mechanism, Balle & Wang "
+                  "2018 Thm 8)"],
+    }
+    if sigmas.classic_is_valid:
+        classic_note = ("σ = Δ√(2 ln(1.25/δ))/ε, Dwork & Roth 2014 Thm A.1 (valid for ε < 1); "
+                        "larger than needed")
+    elif sigmas.classic_is_safe:
+        classic_note = (f"{_UNSAFE}: Dwork & Roth 2014 Thm A.1 is proven only for ε < 1 "
+                        f"(here it happens to give δ = {sigmas.classic_delta:.3g}); use the "
+                        "analytic σ")
+    else:
+        classic_note = (f"{_UNSAFE}: Dwork & Roth 2014 Thm A.1 is proven only for ε < 1; this σ "
+                        f"gives δ = {sigmas.classic_delta:.3g} > target {sigmas.delta:g}")
+    classic = {
+        "accountant": "classic",
+        "mechanism": "gaussian",
+        "sigma": sigmas.classic_sigma,
+        "epsilon": sigmas.epsilon,
+        "delta_achieved": sigmas.classic_delta,
+        "safe": sigmas.classic_is_valid,
+        "certified": sigmas.classic_is_valid,
+        "kind": "Dwork & Roth Thm A.1",
+        "notes": [classic_note],
+    }
+    return [analytic, classic]
+
+
+def _gaussian_report(records: list[dict], inputs: dict) -> Report:
+    columns = [
+        Column("method", "accountant", justify="left"),
+        Column("σ", "sigma", lambda value: show_upper(value, 6)),
+        Column("true δ at ε", "delta_achieved", lambda value: f"{value:.3g}"),
+        Column("status", "safe", lambda value: "ok" if value else f"{_UNSAFE} (ε ≥ 1)",
+               justify="left"),
+        Column("kind", "kind", justify="left"),
+    ]
+    footnotes = ["σ is the noise standard deviation for L2 sensitivity Δ, rounded up."]
+    footnotes += [f"{record['accountant']}: {note}" for record in records for note in record["notes"]]
+    return Report(command="sigma", title="Noise for one Gaussian mechanism", inputs=inputs,
+                  results=records, columns=columns,
+                  plain_columns=[Column("σ", "sigma", plain_upper)], footnotes=footnotes,
+                  input_labels={**INPUT_LABELS, "sensitivity": "Δ"})
+
+
+# ------------------------------------------------------------------ command
+def sigma_command(
+    epsilon: Optional[str] = EPSILON_TARGET,
+    delta: str = opt.DELTA,
+    q: Optional[str] = opt.Q,
+    batch_size: Optional[str] = opt.BATCH_SIZE,
+    dataset_size: Optional[str] = opt.DATASET_SIZE,
+    steps: Optional[str] = opt.STEPS,
+    epochs: Optional[str] = opt.EPOCHS,
+    accountant: Optional[List[str]] = opt.ACCOUNTANT,
+    precision: str = PRECISION,
+    tolerance: str = opt.TOLERANCE,
+    sensitivity: Optional[str] = SENSITIVITY,
+    output_format: OutputFormat = opt.FORMAT,
+) -> None:
+    """Smallest noise multiplier σ whose ε at δ meets a target ε (safe side).
+
+    With --q (or --batch-size/--dataset-size) and --steps (or --epochs): DP-SGD, per
+    accountant (default pb). Without them: one Gaussian mechanism, analytic and classic
+    σ side by side (the classic formula is flagged where ε ≥ 1).
+    """
+    if epsilon is None:
+        raise DpcalcError("give --epsilon (the target ε, > 0)")
+    target = check_positive(epsilon, "--epsilon", what="target ε")
+    target_delta = check_delta(delta)
+    relative_precision = check_range(precision, "--precision", 0.0, 0.1, high_open=False)
+    dpsgd_mode = any(value is not None for value in (q, batch_size, dataset_size, steps, epochs))
+    if not dpsgd_mode:
+        if accountant:
+            raise DpcalcError("--accountant applies to DP-SGD calibration: give --q (or "
+                              "--batch-size/--dataset-size) and --steps (or --epochs)")
+        scale = 1.0 if sensitivity is None else check_positive(sensitivity, "--sensitivity")
+        sigmas = gaussian_mechanism_sigmas(target, target_delta, scale)
+        inputs = {"epsilon": target, "delta": target_delta, "sensitivity": scale,
+                  "mechanism": "gaussian"}
+        emit(_gaussian_report(_gaussian_records(sigmas), inputs), output_format)
+        return
+    if sensitivity is not None:
+        raise DpcalcError("--sensitivity applies to the Gaussian mechanism only (without "
+                          f"{'/'.join(_DPSGD_FLAGS)}); DP-SGD's σ is relative to the clipping norm")
+    sampling_rate = resolve_sampling_rate(q, batch_size, dataset_size)
+    batch = None if batch_size is None else check_count(batch_size, "--batch-size")
+    dataset = None if dataset_size is None else check_count(dataset_size, "--dataset-size")
+    step_count = resolve_steps(steps, epochs, sampling_rate, batch, dataset)
+    names = resolve_names(accountant)
+    opt.warn_large_delta(target_delta, dataset)
+    records = _calibrate_all(names, target, target_delta, sampling_rate, step_count,
+                             relative_precision, check_positive(tolerance, "--tolerance"))
+    inputs = {"epsilon": target, "delta": target_delta, "q": sampling_rate, "batch_size": batch,
+              "dataset_size": dataset, "steps": step_count, "precision": relative_precision,
+              "accountants": names}
+    emit(_dpsgd_report(records, inputs, _sigma_digits(relative_precision)), output_format)
+
+
+__all__ = ["sigma_command"]
