@@ -4,11 +4,27 @@ _dpcalc() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "epsilon --version --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "compare epsilon group sigma simulate --version --help -h" -- "$cur"))
         return
     fi
     cmd="${COMP_WORDS[1]}"
     case "$cmd" in
+        compare)
+            case "$prev" in
+                --q) return ;;
+                --batch-size) return ;;
+                --dataset-size) return ;;
+                --sigma) return ;;
+                --steps) return ;;
+                --epochs) return ;;
+                --delta) return ;;
+                --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
+                --tolerance) return ;;
+                --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --delta --accountant -a --tolerance --plot --format -f --help -h" -- "$cur"))
+            ;;
         epsilon)
             case "$prev" in
                 --q) return ;;
@@ -19,12 +35,73 @@ _dpcalc() {
                 --epochs) return ;;
                 --phase) return ;;
                 --delta) return ;;
-                --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi strong naive all" -- "$cur")); return ;;
+                --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
                 --tolerance) return ;;
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
+            ;;
+        group)
+            case "$prev" in
+                --k) return ;;
+                --batch-size) return ;;
+                --dataset-size) return ;;
+                --sigma) return ;;
+                --steps) return ;;
+                --epochs) return ;;
+                --delta) return ;;
+                --sampling) COMPREPLY=($(compgen -W "hypergeometric poisson" -- "$cur")); return ;;
+                --method|-m) return ;;
+                --target-epsilon) return ;;
+                --tolerance) return ;;
+                --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --plot-kind) COMPREPLY=($(compgen -W "compositions k distributions all" -- "$cur")); return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --steps --epochs --delta --sampling --method -m --target-epsilon --tolerance --plot --plot-kind --format -f --help -h" -- "$cur"))
+            ;;
+        sigma)
+            case "$prev" in
+                --epsilon|-e) return ;;
+                --delta) return ;;
+                --q) return ;;
+                --batch-size) return ;;
+                --dataset-size) return ;;
+                --steps) return ;;
+                --epochs) return ;;
+                --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
+                --precision) return ;;
+                --tolerance) return ;;
+                --sensitivity) return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--epsilon -e --delta --q --batch-size --dataset-size --steps --epochs --accountant -a --precision --tolerance --sensitivity --format -f --help -h" -- "$cur"))
+            ;;
+        simulate)
+            case "$prev" in
+                --batch-size) return ;;
+                --epochs) return ;;
+                --sigma) return ;;
+                --target-epsilon) return ;;
+                --delta) return ;;
+                --clip-norm) return ;;
+                --learning-rate) return ;;
+                --momentum) return ;;
+                --hidden) return ;;
+                --activation) COMPREPLY=($(compgen -W "tanh relu" -- "$cur")); return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson shuffle" -- "$cur")); return ;;
+                --data) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --label) return ;;
+                --samples) return ;;
+                --features) return ;;
+                --classes) return ;;
+                --test-fraction) return ;;
+                --seed) return ;;
+                --k) return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --target-epsilon --delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --data --label --samples --features --classes --test-fraction --seed --baseline --k --format -f --help -h" -- "$cur"))
             ;;
     esac
 }
