@@ -3,13 +3,12 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-import typer
 
 from dpcalc.accounting.evaluate import epsilon_results
 from dpcalc.accounting.registry import DEFAULT_ACCOUNTANT, resolve_names
 from dpcalc.cli import options as opt
 from dpcalc.cli.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
-from dpcalc.cli.render import OutputFormat, Report, emit, warn
+from dpcalc.cli.render import OutputFormat, Report, emit
 from dpcalc.cli.schedule_options import build_schedule
 from dpcalc.params import check_delta, check_nonnegative, check_positive
 
