@@ -43,13 +43,13 @@ class CalibrationResult:
     at_floor: bool = False
 
 
-def _check_target(target_epsilon: float) -> float:
+def _check_target(target_epsilon: float, flag: str = "--epsilon") -> float:
     try:
         target = float(target_epsilon)
     except (TypeError, ValueError):
-        raise DpcalcError(f"--epsilon (target ε) must be a number > 0; got {target_epsilon!r}") from None
+        raise DpcalcError(f"{flag} (target ε) must be a number > 0; got {target_epsilon!r}") from None
     if not (target > 0.0 and math.isfinite(target)):
-        raise DpcalcError(f"--epsilon (target ε) must be a finite number > 0; got {target_epsilon!r}")
+        raise DpcalcError(f"{flag} (target ε) must be a finite number > 0; got {target_epsilon!r}")
     return target
 
 
@@ -66,8 +66,10 @@ def _check_precision(precision: float) -> float:
 class _Objective:
     """g(x) = ln ε(e^x) − ln ε*: positive where σ = e^x is too small (unsafe)."""
 
-    def __init__(self, epsilon_at: Callable[[float], float | None], target: float):
+    def __init__(self, epsilon_at: Callable[[float], float | None], target: float,
+                 flag: str = "--epsilon"):
         self.epsilon_at = epsilon_at
+        self.flag = flag  # the CLI flag that holds the target, for error messages
         self.log_target = math.log(target)
         self.target = target
         self.evaluations = 0
@@ -94,10 +96,11 @@ class _Objective:
         return max(math.log(value) - self.log_target, 5e-324)
 
 
-def _unreachable(target: float, max_sigma: float, epsilon: float) -> DpcalcError:
+def _unreachable(objective: "_Objective", max_sigma: float, epsilon: float) -> DpcalcError:
+    flag = objective.flag
     return DpcalcError(
-        f"--epsilon {target:g} cannot be reached: even noise multiplier σ = {max_sigma:g} "
-        f"(the largest searched) gives ε = {epsilon:.4g}; raise --epsilon or --delta, "
+        f"{flag} {objective.target:g} cannot be reached: even noise multiplier σ = {max_sigma:g} "
+        f"(the largest searched) gives ε = {epsilon:.4g}; raise {flag} or --delta, "
         "or use fewer steps or a lower sampling rate"
     )
 
@@ -139,17 +142,17 @@ def _bracket(objective: _Objective, first: float, second: float | None,
     if not safe:  # every point is unsafe: move up
         low = max(unsafe)
         if low >= log_max:
-            raise _unreachable(target, max_sigma, objective.epsilons[low])
+            raise _unreachable(objective, max_sigma, objective.epsilons[low])
         for _ in range(_MAX_EXPANSIONS):
             high = min(low + step, log_max)
             value = objective(high)
             if value <= 0.0:
                 return low, points[low], high, value
             if high >= log_max:
-                raise _unreachable(target, max_sigma, objective.epsilons[high])
+                raise _unreachable(objective, max_sigma, objective.epsilons[high])
             low, points[high] = high, value
             step *= 2.0
-        raise _unreachable(target, max_sigma, objective.epsilons[low])
+        raise _unreachable(objective, max_sigma, objective.epsilons[low])
     # every point is safe (or the guesses are out of order): move down
     high = min(safe)
     if high <= log_min:
@@ -219,6 +222,7 @@ def calibrate_noise_multiplier(
     precision: float = DEFAULT_PRECISION,
     max_sigma: float = DEFAULT_MAX_SIGMA,
     min_sigma: float = DEFAULT_MIN_SIGMA,
+    target_flag: str = "--epsilon",
 ) -> CalibrationResult:
     """The smallest σ (to relative ``precision``) with ``epsilon_at(σ) ≤ target_epsilon``.
 
@@ -228,14 +232,14 @@ def calibrate_noise_multiplier(
     ``low_guess`` (e.g. the GDP/CLT σ) and ``high_guess`` (e.g. the RDP σ) seed the
     bracket; they need not bracket the root.
 
-    Raises DpcalcError when the target is not positive or not reachable with
-    σ ≤ ``max_sigma``.
+    Raises DpcalcError, naming ``target_flag``, when the target is not positive or not
+    reachable with σ ≤ ``max_sigma``.
     """
-    target = _check_target(target_epsilon)
+    target = _check_target(target_epsilon, target_flag)
     precision = _check_precision(precision)
     if not 0.0 < min_sigma < max_sigma:
         raise DpcalcError(f"max_sigma must exceed min_sigma ({min_sigma:g}); got {max_sigma!r}")
-    objective = _Objective(epsilon_at, target)
+    objective = _Objective(epsilon_at, target, target_flag)
     log_min, log_max = math.log(min_sigma), math.log(max_sigma)
     first, second = _initial_points(low_guess, high_guess, min_sigma, max_sigma)
     low, g_low, high, g_high = _bracket(objective, first, second, log_min, log_max, target, max_sigma)

@@ -490,11 +490,9 @@ def calibrate_group_sigma(setting: GroupSetting, target_epsilon: float, delta: f
     except (DpcalcError, ArithmeticError):
         high_guess = None
     low_guess = None if high_guess is None else high_guess / 2.0
-    try:
-        found = calibrate_noise_multiplier(search_epsilon, target, low_guess=low_guess,
-                                           high_guess=high_guess, precision=precision)
-    except DpcalcError as error:
-        raise DpcalcError(str(error).replace("--epsilon", "--target-epsilon")) from None
+    found = calibrate_noise_multiplier(search_epsilon, target, low_guess=low_guess,
+                                       high_guess=high_guess, precision=precision,
+                                       target_flag="--target-epsilon")
     sigma = found.sigma
     evaluations = found.evaluations
     for attempt in range(_MAX_BUMPS):

@@ -174,11 +174,9 @@ def calibrate_sigma(target_epsilon: float, sampling_rate: float, steps: int,
     """(σ, its certified ε, evaluations): the smallest σ with pb ε ≤ target over ``steps``."""
     from dpcalc.accounting.calibrate import calibrate_noise_multiplier
 
-    try:
-        result = calibrate_noise_multiplier(
-            lambda sigma: certified_epsilon(sampling_rate, sigma, steps, delta), target_epsilon)
-    except DpcalcError as error:  # the core names the `sigma` command's flag
-        raise DpcalcError(str(error).replace("--epsilon", "--target-epsilon")) from None
+    result = calibrate_noise_multiplier(
+        lambda sigma: certified_epsilon(sampling_rate, sigma, steps, delta), target_epsilon,
+        target_flag="--target-epsilon")
     return result.sigma, result.epsilon, result.evaluations
 
 
