@@ -204,3 +204,33 @@ def test_epsilon_bounds_is_monotone_in_steps():
     pair = GaussianMixturePair.subsampled_gaussian(0.01, 2.0)
     values = [epsilon_bounds([(pair, t)], 1e-5).upper for t in (100, 1000, 10_000)]
     assert values == sorted(values)
+
+
+def _exact_one_step_remove_epsilon(q, sigma, delta):
+    """ε of one Poisson-subsampled Gaussian step (remove direction), from the closed-form
+    profile δ_R(ε) = qΦ̄((x−1)/σ) − (e^ε − (1−q))Φ̄(x/σ) with x = σ²[ln(e^ε − (1−q)) − ln q] + ½
+    (accounting-methods.md §2), in log space, solved by bisection."""
+    from scipy.special import log_ndtr
+
+    def log_delta(eps):
+        log_excess = eps + math.log1p(-(1 - q) * math.exp(-eps))  # ln(e^ε − (1−q)), ε ≥ 1
+        x = sigma**2 * (log_excess - math.log(q)) + 0.5
+        gain = math.log(q) + log_ndtr(-(x - 1) / sigma)
+        cost = log_excess + log_ndtr(-x / sigma)
+        return -math.inf if cost >= gain else gain + math.log1p(-math.exp(cost - gain))
+
+    low, high = 1.0, 1e6
+    for _ in range(200):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if log_delta(mid) > math.log(delta) else (low, mid)
+    return high
+
+
+@pytest.mark.parametrize("q,sigma", [(0.01, 0.01), (0.5, 0.02), (0.9, 0.01), (0.01, 0.03)])
+def test_single_step_losses_beyond_float_exp_range(q, sigma):
+    """Regression: one step's loss above ln(max float) ≈ 709.8 must not be capped there."""
+    exact = _exact_one_step_remove_epsilon(q, sigma, 1e-5)
+    result = pb(q, sigma, 1)
+    assert result.epsilon_lower <= exact * (1 + 1e-9)
+    assert result.epsilon >= exact * (1 - 1e-9)
+    assert result.epsilon <= exact * 1.01

@@ -88,7 +88,13 @@ class GaussianMixturePair:
             if self.weights[0] == 0.0:
                 out[valid] = sigma2 * e + 0.5
             else:
-                out[valid] = sigma2 * (np.log(np.expm1(e) + q) - np.log(q)) + 0.5
+                # ln(e^ε − p_0): by expm1 near the floor, and as ε + log1p(−p_0 e^{−ε}) above
+                # ε = 1, where expm1 would overflow past ε ≈ 709.8 (and pin x at +∞).
+                small = e <= 1.0
+                log_excess = np.empty_like(e)
+                log_excess[small] = np.log(np.expm1(e[small]) + q)
+                log_excess[~small] = e[~small] + np.log1p(-(1.0 - q) * np.exp(-e[~small]))
+                out[valid] = sigma2 * (log_excess - np.log(q)) + 0.5
             return out
         # ln(e^ε − p_0) = ε + ln(1 − e^{ln p_0 − ε}): exact in the difference ε − ln p_0,
         # which keeps ε just above the floor (where g is flat) accurate; ε itself when p_0 = 0.
