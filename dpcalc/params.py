@@ -49,9 +49,17 @@ def check_sampling_rate(value, flag: str = "--q") -> float:
     return check_range(value, flag, 0.0, 1.0, high_open=False, what="sampling rate")
 
 
+MIN_NOISE_MULTIPLIER = 1e-4
+MAX_NOISE_MULTIPLIER = 1e6
+
+
 def check_noise_multiplier(value, flag: str = "--sigma") -> float:
-    """Noise multiplier σ > 0 (noise std divided by the clipping norm)."""
-    return check_positive(value, flag, what="noise multiplier")
+    """Noise multiplier σ (noise std divided by the clipping norm) in [1e-4, 1e6].
+
+    Beyond these ends ε is astronomically large (σ → 0) or 0 to every printed digit
+    (σ → ∞), and float64 can no longer represent one step's privacy loss."""
+    return check_range(value, flag, MIN_NOISE_MULTIPLIER, MAX_NOISE_MULTIPLIER,
+                       low_open=False, high_open=False, what="noise multiplier")
 
 
 def check_positive(value, flag: str, what: str = "") -> float:

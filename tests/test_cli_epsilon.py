@@ -119,6 +119,9 @@ BAD_INPUTS = [
     (["--q", "0.1", "--sigma", "1", "--steps", "1", "--tolerance", "0"], "--tolerance"),
     (["--q", "0.1", "--sigma", "1", "--steps", "1", "--steps-typo", "3"], "--steps-typo"),
     (["--phase", "q=0.1,steps=3"], "--phase"),
+    (["--phase", "q=0.1,sigma=1,steps=3,steps=5"], "--phase"),
+    (["--q", "0.01", "--sigma", "1e-300", "--steps", "10"], "--sigma"),
+    (["--q", "0.01", "--sigma", "1e300", "--steps", "10"], "--sigma"),
     (["--phase", "q=0.1,sigma=1,steps=3", "--q", "0.1"], "--phase"),
 ]
 

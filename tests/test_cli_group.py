@@ -144,7 +144,7 @@ def test_plot_all_writes_three_pngs(tmp_path):
      "--batch-size must be <= --dataset-size (500); got 600"),
     (["--k", "4:2", *MNIST, "--sigma", "1", "--steps", "10"], "--k range must go up"),
     (["--k", "a:b", *MNIST, "--sigma", "1", "--steps", "10"], "--k (range start) must be"),
-    (["--k", "2", *MNIST, "--sigma", "-1", "--steps", "10"], "--sigma (noise multiplier) must be > 0"),
+    (["--k", "2", *MNIST, "--sigma", "-1", "--steps", "10"], "--sigma (noise multiplier) must be in [0.0001, 1e+06]"),
     (["--k", "2", *MNIST, "--steps", "10"], "give either --sigma"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--target-epsilon", "1"], "give either --sigma"),
     (["--k", "2", *MNIST, "--sigma", "1"], "give --steps or --epochs"),

@@ -119,7 +119,9 @@ def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: floa
         return upper, lower
     if valid_from <= tilted_upper < upper:
         upper = tilted_upper
-    if raw - slack >= valid_from and raw - slack > lower:
+    # The tilted δ was read at ε = raw (the slack only shifts the result), so the window
+    # guarantee must hold there too.
+    if min(raw, raw - slack) >= valid_from and raw - slack > lower:
         lower = min(raw - slack, upper)
     return upper, lower
 

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special
 
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_delta, check_noise_multiplier, check_nonnegative, check_positive
+from dpcalc.params import check_delta, check_nonnegative, check_positive
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -237,14 +237,14 @@ def gdp_epsilon(delta: float, mu: float) -> float:
 def gaussian_delta(epsilon, noise_multiplier: float, sensitivity: float = 1.0):
     """δ(ε) of the Gaussian mechanism with noise std ``noise_multiplier``·(unit) and
     L2 ``sensitivity``: gdp_delta with μ = sensitivity/noise_multiplier."""
-    noise_multiplier = check_noise_multiplier(noise_multiplier)
+    noise_multiplier = check_positive(noise_multiplier, "--sigma", what="noise multiplier")
     sensitivity = check_positive(sensitivity, "--sensitivity")
     return gdp_delta(epsilon, sensitivity / noise_multiplier)
 
 
 def gaussian_epsilon(delta: float, noise_multiplier: float, sensitivity: float = 1.0) -> float:
     """The smallest ε with gaussian_delta(ε) ≤ ``delta`` (analytic Gaussian mechanism)."""
-    noise_multiplier = check_noise_multiplier(noise_multiplier)
+    noise_multiplier = check_positive(noise_multiplier, "--sigma", what="noise multiplier")
     sensitivity = check_positive(sensitivity, "--sensitivity")
     return gdp_epsilon(delta, sensitivity / noise_multiplier)
 

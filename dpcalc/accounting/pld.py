@@ -193,9 +193,12 @@ class ComposedPld:
             s1 = suffix_after[j]
             s2 = float(scaled_after[j - start])  # Σ_{i>j} p_i e^{−(ℓ_i − ℓ_start)}
             loss_start = (self.offset + start) * step
-            eps = loss_start + math.log((infinity + s1 - delta) / s2)
             loss_j = (self.offset + j) * step
-            eps = min(max(eps, loss_j), loss_j + step)
+            if s2 > 0.0:
+                eps = loss_start + math.log((infinity + s1 - delta) / s2)
+                eps = min(max(eps, loss_j), loss_j + step)
+            else:  # e^{−ℓ} underflowed for every atom above: δ(ε) ≤ δ only at ℓ_{j+1}
+                eps = loss_j + step
         else:
             # δ(ℓ_start) ≤ δ: solve on (−∞, ℓ_start] where every finite atom counts.
             s1 = float(suffix[start]) if pmf.size else 0.0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 import sys
 from dataclasses import dataclass, field
 from enum import Enum
@@ -41,12 +42,20 @@ class Report:
 
 # --- numbers rounded in the safe direction -----------------------------------------------
 def _round(value: float, digits: int, up: bool) -> float:
+    """``value`` to ``digits`` significant digits, rounded up (or down) exactly: the float's
+    exact binary value is rounded in decimal, so an upper bound is never shown smaller."""
     if value == 0 or not math.isfinite(value):
         return value
-    exponent = math.floor(math.log10(abs(value))) - digits + 1
-    scale = 10.0**exponent
-    rounded = (math.ceil if up else math.floor)(value / scale - (1e-9 if up else -1e-9)) * scale
-    return float(f"{rounded:.{digits}g}")
+    exact = Decimal(value)
+    quantum = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    rounded = exact.quantize(quantum, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+    shown = float(rounded)
+    # float(rounded) is the nearest double; step one ulp outward if it crossed the bound
+    if up and shown < value:
+        shown = math.nextafter(shown, math.inf)
+    if not up and shown > value:
+        shown = math.nextafter(shown, -math.inf)
+    return shown
 
 
 def show_upper(value: float | None, digits: int = 5) -> str:

@@ -31,6 +31,8 @@ def _phase_from_spec(spec: str, dataset_size: int | None) -> tuple[Phase, dict]:
         if not sep or key not in PHASE_KEYS:
             raise DpcalcError(f"--phase takes key=value pairs with keys {', '.join(PHASE_KEYS)}; "
                               f"got {spec!r}")
+        if key in fields:
+            raise DpcalcError(f"--phase gives {key} twice; got {spec!r}")
         fields[key] = value.strip()
     batch = fields.get("batch-size")
     dataset = fields.get("dataset-size", dataset_size if batch is not None else None)
