@@ -55,9 +55,9 @@ def _check_slack(value: float) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise DpcalcError(f"delta_slack must be a number in (0, 1]; got {value!r}") from None
-    if not 0.0 < number <= 1.0:
-        raise DpcalcError(f"delta_slack must be in (0, 1]; got {value!r}")
+        raise DpcalcError(f"delta_slack must be a number in (0, 1); got {value!r}") from None
+    if not 0.0 < number < 1.0:
+        raise DpcalcError(f"delta_slack must be in (0, 1); got {value!r}")
     return number
 
 

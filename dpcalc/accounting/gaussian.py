@@ -62,6 +62,51 @@ def _check_epsilon_values(epsilon) -> np.ndarray:
     return values
 
 
+
+# ------------------------------------------------------------------ erfcx differences
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SERIES_STEP = 1e-3  # below this step, erfcx(u) − erfcx(u + h) comes from its Taylor series
+
+
+def _minus_erfcx_slope(u: np.ndarray) -> np.ndarray:
+    """−erfcx′(u) = 2/√π − 2u·erfcx(u) > 0 for u ≥ 0, without cancellation for large u
+    (asymptotic series (2/√π) Σ_k (−1)^{k+1} (2k−1)!!/(2u²)^k for u ≥ 8)."""
+    u = np.atleast_1d(np.asarray(u, dtype=float))
+    out = _TWO_OVER_SQRT_PI - 2.0 * u * special.erfcx(u)
+    large = u >= 8.0
+    if np.any(large):
+        inverse = 1.0 / (2.0 * u[large] ** 2)
+        term, total = np.ones_like(inverse), np.zeros_like(inverse)
+        for k in range(1, 25):
+            term = term * (2 * k - 1) * inverse
+            total += term if k % 2 else -term
+        out[large] = _TWO_OVER_SQRT_PI * total
+    return out
+
+
+def _erfcx_gap(u: np.ndarray, step: float) -> np.ndarray:
+    """erfcx(u) − erfcx(u + step) for u ≥ 0, step > 0, accurate to ~1e-14 relative.
+
+    A plain difference loses ~1e-16/step relative (the two values nearly cancel); for a
+    small step the Taylor series −Σ_n stepⁿ/n! f⁽ⁿ⁾(u) is summed instead, with f = erfcx,
+    f′ = 2uf − 2/√π and f⁽ⁿ⁾ = 2(n−1)f⁽ⁿ⁻²⁾ + 2u f⁽ⁿ⁻¹⁾.
+    """
+    u = np.atleast_1d(np.asarray(u, dtype=float))
+    if step >= _SERIES_STEP:
+        return special.erfcx(u) - special.erfcx(u + step)
+    previous, current = special.erfcx(u), -_minus_erfcx_slope(u)  # f, f′
+    coefficient = step
+    gap = -coefficient * current
+    for n in range(2, 40):
+        previous, current = current, 2.0 * (n - 1) * previous + 2.0 * u * current
+        coefficient *= step / n
+        term = -coefficient * current
+        gap = gap + term
+        if np.all(np.abs(term) <= 1e-17 * np.abs(gap)):
+            break
+    return gap
+
+
 # ------------------------------------------------------------------ privacy profile
 def _log_delta_nonnegative(epsilon: float, mu: float) -> float:
     """ln δ(ε) of μ-GDP for one ε ≥ 0 (scalar fast path, used by the solvers).
@@ -76,8 +121,9 @@ def _log_delta_nonnegative(epsilon: float, mu: float) -> float:
     a = -epsilon / mu + 0.5 * mu
     x_b = (mu - a) / _SQRT2  # −b/√2 ≥ μ/(2√2) > 0 for ε ≥ 0
     if a < 0.0:
-        # Tail: δ = ½ e^{−a²/2} [erfcx(−a/√2) − erfcx(−b/√2)], both arguments > 0.
-        gap = special.erfcx(-a / _SQRT2) - special.erfcx(x_b)
+        # Tail: δ = ½ e^{−a²/2} [erfcx(−a/√2) − erfcx(−b/√2)], both arguments > 0 and
+        # −b/√2 = −a/√2 + μ/√2: the difference is taken without cancellation.
+        gap = float(_erfcx_gap(-a / _SQRT2, mu / _SQRT2)[0])
         if not gap > 0.0:
             return -math.inf
         return -0.5 * a * a + math.log(0.5 * gap)
@@ -105,7 +151,7 @@ def _delta_nonnegative_array(epsilon: np.ndarray, mu: float) -> np.ndarray:
         tail = a < 0.0
         small = ~tail & (epsilon < 1.0)
         large = ~tail & ~small
-        gap = special.erfcx(-a[tail] / _SQRT2) - special.erfcx(x_b[tail])
+        gap = _erfcx_gap(-a[tail] / _SQRT2, mu / _SQRT2)
         out[tail] = np.where(gap > 0.0, np.exp(np.log(0.5 * np.maximum(gap, 0.0)) - 0.5 * a[tail] ** 2), 0.0)
         out[small] = 0.5 * (special.erf(a[small] / _SQRT2) + special.erf(x_b[small])) - np.expm1(
             epsilon[small]

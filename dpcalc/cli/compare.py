@@ -419,6 +419,8 @@ def compare_command(
         per_point.append(_records(point, results))
     inputs = {**sweep.inputs, "delta": target_delta, "accountants": names, "sweep": sweep.swept}
     flat = [record for records in per_point for record in records]
+    if plot is not None:  # draw first: a failing plot leaves stdout empty (exit 2)
+        _plot(plot, sweep, per_point, names, target_delta)
     if output_format == CompareFormat.csv:
         write_csv(flat)
     elif sweep.swept is None or output_format != CompareFormat.table:
@@ -429,8 +431,6 @@ def compare_command(
         emit(report, OutputFormat(output_format.value))
     else:
         print_wide_table(_sweep_table(sweep, per_point, names, inputs, target_delta))
-    if plot is not None:
-        _plot(plot, sweep, per_point, names, target_delta)
 
 
 __all__ = ["compare_command", "parse_sweep", "build_sweep", "CompareFormat", "MAX_SWEEP_POINTS"]

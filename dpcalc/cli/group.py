@@ -317,9 +317,9 @@ def group_command(
              output_format)
         return
     report = _epsilon_report(setting, k_values, target_delta, names, pb_tolerance, inputs)
-    emit(report, output_format)
-    if paths:
+    if paths:  # draw first: a failing plot leaves stdout empty (exit 2)
         _draw(paths, setting, k_values, names, target_delta)
+    emit(report, output_format)
 
 
 __all__ = ["group_command", "parse_k_values"]

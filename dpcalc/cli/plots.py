@@ -6,6 +6,7 @@ inside the drawing functions, and a missing install is one clear error line.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -35,6 +36,10 @@ def check_plot_path(path: str) -> Path:
         raise DpcalcError(f"--plot FILE must end in .png or .svg; got {path!r}")
     if not target.parent.is_dir():
         raise DpcalcError(f"--plot FILE's folder does not exist: {str(target.parent)!r}")
+    if target.is_dir():
+        raise DpcalcError(f"--plot FILE is a folder: {path!r}")
+    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise DpcalcError(f"--plot FILE cannot be written: {path!r}")
     return target
 
 

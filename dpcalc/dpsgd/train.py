@@ -251,6 +251,14 @@ def train_baseline(config: TrainingConfig, train: Split, test: Split,
 
 def _run(config: TrainingConfig, train: Split, test: Split, private: bool,
          on_step: StepCallback | None, on_epoch: EpochCallback | None) -> TrainingHistory:
+    # A diverging run overflows; that is caught as non-finite parameters at the epoch's end
+    # (one clear error), so numpy's own warnings are silenced here.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return _train_loop(config, train, test, private, on_step, on_epoch)
+
+
+def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool,
+                on_step: StepCallback | None, on_epoch: EpochCallback | None) -> TrainingHistory:
     if train.n_samples == 0 or test.n_samples == 0:
         raise DpcalcError("train and test splits must each hold at least one example")
     if train.n_features != test.n_features:

@@ -1,0 +1,58 @@
+"""Regressions for defects found in review; each test fails on the code before its fix."""
+from __future__ import annotations
+
+import pytest
+
+from dpcalc.accounting.gaussian import analytic_gaussian_sigma, gdp_delta
+from dpcalc.errors import DpcalcError
+from tests.conftest import run_dpcalc
+
+mpmath = pytest.importorskip("mpmath")
+
+
+def _exact_gdp_delta(epsilon: float, mu: float) -> float:
+    with mpmath.workdps(80):
+        eps, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+        return float(mpmath.ncdf(-eps / m + m / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / m - m / 2))
+
+
+@pytest.mark.parametrize("mu", [1e-16, 1e-12, 1e-9, 1e-6, 1e-4, 9e-4])
+@pytest.mark.parametrize("ratio", [0.3, 1.0, 3.0, 10.0])
+def test_gdp_delta_accurate_for_tiny_mu(mu, ratio):
+    """erfcx(u) − erfcx(u + μ/√2) used to cancel: δ came out 0 below μ ≈ 1e-15."""
+    exact = _exact_gdp_delta(ratio * mu, mu)
+    assert gdp_delta(ratio * mu, mu) == pytest.approx(exact, rel=1e-10)
+
+
+@pytest.mark.parametrize("epsilon,delta", [(1e-20, 1e-20), (1e-9, 2.1237523060158155e-09), (1e-6, 1e-12)])
+def test_analytic_calibration_meets_the_target_for_tiny_epsilon(epsilon, delta):
+    sigma = analytic_gaussian_sigma(epsilon, delta)
+    assert _exact_gdp_delta(epsilon, 1.0 / sigma) <= delta
+
+
+@pytest.mark.parametrize("command", [
+    ["compare", "--q", "0.01", "--sigma", "1", "--steps", "10,20", "-a", "rdp", "--format", "json"],
+    ["group", "--k", "2", "--batch-size", "256", "--dataset-size", "60000", "--sigma", "1",
+     "--steps", "10", "--method", "rdp-group", "--plot-kind", "k", "--format", "json"],
+])
+def test_unwritable_plot_fails_before_any_output(command, tmp_path):
+    folder = tmp_path / "figure.png"
+    folder.mkdir()
+    completed = run_dpcalc(*command, "--plot", str(folder))
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert completed.stderr.count("\n") == 1
+
+
+def test_diverging_training_is_one_line():
+    completed = run_dpcalc("simulate", "--samples", "200", "--features", "3", "--classes", "2",
+                           "--epochs", "1", "--batch-size", "50", "--hidden", "5", "--activation",
+                           "relu", "--learning-rate", "1e200", "--format", "json")
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert completed.stderr.count("\n") == 1 and "diverged" in completed.stderr
+
+
+def test_kairouz_rejects_a_slack_of_one():
+    from dpcalc.accounting.composition import compose_kairouz
+
+    with pytest.raises(DpcalcError):
+        compose_kairouz(0.1, 0.0, 10, 1.0)
