@@ -17,13 +17,16 @@ _dpcalc() {
                 --sigma) return ;;
                 --steps) return ;;
                 --epochs) return ;;
+                --phase) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
                 --delta) return ;;
                 --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
                 --tolerance) return ;;
                 --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --delta --accountant -a --tolerance --plot --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --sampling --adjacency --delta --accountant -a --tolerance --plot --format -f --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -34,13 +37,15 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
                 --delta) return ;;
                 --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
                 --tolerance) return ;;
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --sampling --adjacency --delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -51,15 +56,16 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --delta) return ;;
-                --sampling) COMPREPLY=($(compgen -W "hypergeometric poisson" -- "$cur")); return ;;
-                --method|-m) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
+                --method|-m) COMPREPLY=($(compgen -W "pb seed rdp-overapprox group-conversion rdp-group all" -- "$cur")); return ;;
                 --target-epsilon) return ;;
                 --tolerance) return ;;
                 --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --plot-kind) COMPREPLY=($(compgen -W "compositions k distributions all" -- "$cur")); return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --steps --epochs --delta --sampling --method -m --target-epsilon --tolerance --plot --plot-kind --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --steps --epochs --delta --sampling --adjacency --method -m --target-epsilon --tolerance --plot --plot-kind --format -f --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -70,13 +76,16 @@ _dpcalc() {
                 --dataset-size) return ;;
                 --steps) return ;;
                 --epochs) return ;;
+                --phase) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
                 --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
                 --precision) return ;;
                 --tolerance) return ;;
                 --sensitivity) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --delta --q --batch-size --dataset-size --steps --epochs --accountant -a --precision --tolerance --sensitivity --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --delta --q --batch-size --dataset-size --steps --epochs --phase --sampling --adjacency --accountant -a --precision --tolerance --sensitivity --format -f --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in
@@ -90,7 +99,8 @@ _dpcalc() {
                 --momentum) return ;;
                 --hidden) return ;;
                 --activation) COMPREPLY=($(compgen -W "tanh relu" -- "$cur")); return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson shuffle" -- "$cur")); return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed shuffle" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
                 --data) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --label) return ;;
                 --samples) return ;;
@@ -101,7 +111,7 @@ _dpcalc() {
                 --k) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --target-epsilon --delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --data --label --samples --features --classes --test-fraction --seed --baseline --k --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --target-epsilon --delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --format -f --help -h" -- "$cur"))
             ;;
     esac
 }

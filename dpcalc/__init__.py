@@ -6,6 +6,8 @@ a name is used::
     from dpcalc import Schedule, get_accountant
     result = get_accountant("pb").epsilon(Schedule.single(0.01, 4.0, 10_000), 1e-5)
     result.epsilon, result.epsilon_lower   # certified upper and lower bound
+    # fixed-size batches (B of N each step) under replace-one adjacency:
+    Schedule.single(0.01, 4.0, 10_000, sampling="fixed", adjacency="replace-one")
 """
 
 from importlib import import_module
@@ -41,7 +43,14 @@ _EXPORTS = {
     "dpsgd_sigma": "dpcalc.accounting.calibrate",
     "gaussian_mechanism_sigmas": "dpcalc.accounting.calibrate",
     "GroupSetting": "dpcalc.accounting.group",
-    "group_epsilons": "dpcalc.accounting.group",
+    "group_epsilons": "dpcalc.accounting.group_bounds",
+    "worst_case": "dpcalc.accounting.worst_case",
+    "WorstCase": "dpcalc.accounting.worst_case",
+    "rdp_replace_one": "dpcalc.accounting.rdp_replace",
+    "SAMPLINGS": "dpcalc.accounting.samplers",
+    "adaptive_clipping_noise_multiplier": "dpcalc.accounting.federated",
+    "update_noise_multiplier": "dpcalc.accounting.federated",
+    "ADJACENCIES": "dpcalc.accounting.samplers",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -6,16 +6,33 @@ range, so the CLI can print it as is.
 from __future__ import annotations
 
 import math
+import re
 
 from dpcalc.errors import DpcalcError
 
+# Numbers on the command line: plain ASCII decimal literals (and the words inf/nan, which
+# then fail the finiteness check with a clear message). Python's float() would also take
+# '1_000' and non-ASCII digits; scripts should not depend on that, so both are refused.
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)",
+                          re.IGNORECASE)
+_SHOWN_CHARACTERS = 60
+
 
 def _show(value) -> str:
-    return repr(value) if isinstance(value, str) else f"{value!r}"
+    """An input echoed in an error line, cut to a readable length."""
+    text = repr(value)
+    if len(text) > _SHOWN_CHARACTERS:
+        text = text[:_SHOWN_CHARACTERS - 5] + "…" + text[-4:]
+    return text
 
 
 def _number(value, flag: str, valid: str) -> float:
     """A finite float from ``value`` (str or number), else an error stating ``valid``."""
+    if isinstance(value, bool) or value is None:
+        raise DpcalcError(f"{flag} must be a number {valid}; got {_show(value)}")
+    if isinstance(value, str) and not _NUMBER_TEXT.fullmatch(value.strip()):
+        raise DpcalcError(f"{flag} must be a number {valid} (plain decimal digits, e.g. 0.01 "
+                          f"or 1e-5); got {_show(value)}")
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
@@ -84,6 +101,9 @@ def check_delta(value, flag: str = "--delta") -> float:
     return check_range(value, flag, 0.0, 1.0)
 
 
+MAX_STEPS = 10**9
+
+
 def check_count(value, flag: str, minimum: int = 1, maximum: int = 10**12) -> int:
     """A whole number in [minimum, maximum]."""
     top = f"1e{round(math.log10(maximum))}" if maximum >= 10**6 else str(maximum)
@@ -99,40 +119,45 @@ def resolve_sampling_rate(
     sampling_rate: float | None,
     batch_size: int | None,
     dataset_size: int | None,
+    flags: tuple[str, str, str] = ("--q", "--batch-size", "--dataset-size"),
 ) -> float:
     """q from --q, or from --batch-size/--dataset-size (q = B/N); exactly one form."""
+    q_flag, batch_flag, dataset_flag = flags
     has_batch = batch_size is not None or dataset_size is not None
     if sampling_rate is not None and has_batch:
-        raise DpcalcError("give either --q or --batch-size with --dataset-size, not both")
+        raise DpcalcError(f"give either {q_flag} or {batch_flag} with {dataset_flag}, not both")
     if sampling_rate is not None:
-        return check_sampling_rate(sampling_rate)
+        return check_sampling_rate(sampling_rate, q_flag)
     if batch_size is None or dataset_size is None:
-        raise DpcalcError("give --q, or both --batch-size and --dataset-size")
-    batch = check_count(batch_size, "--batch-size")
-    dataset = check_count(dataset_size, "--dataset-size")
+        raise DpcalcError(f"give {q_flag}, or both {batch_flag} and {dataset_flag}")
+    batch = check_count(batch_size, batch_flag)
+    dataset = check_count(dataset_size, dataset_flag)
     if batch > dataset:
-        raise DpcalcError(
-            f"--batch-size must be <= --dataset-size ({dataset}); got {batch}"
-        )
+        raise DpcalcError(f"{batch_flag} must be <= {dataset_flag} ({dataset}); got {batch}")
     return batch / dataset
 
 
 def resolve_steps(steps: int | None, epochs: float | None, sampling_rate: float,
-                  batch_size: int | None = None, dataset_size: int | None = None) -> int:
-    """Steps from --steps, or from --epochs: ceil(epochs*N/B), else ceil(epochs/q)."""
+                  batch_size: int | None = None, dataset_size: int | None = None,
+                  steps_flag: str = "--steps", epochs_flag: str = "--epochs") -> int:
+    """Steps from --steps, or from --epochs: ceil(epochs·N/B), else ceil(epochs/q).
+
+    Rounding up counts a partial last epoch as a full step: the safe side (Opacus takes
+    ⌊epochs/q⌋, one step fewer when epochs/q is not whole)."""
     if steps is not None and epochs is not None:
-        raise DpcalcError("give either --steps or --epochs, not both")
+        raise DpcalcError(f"give either {steps_flag} or {epochs_flag}, not both")
     if steps is not None:
-        return check_count(steps, "--steps", maximum=10**9)
+        return check_count(steps, steps_flag, maximum=MAX_STEPS)
     if epochs is None:
-        raise DpcalcError("give --steps or --epochs")
-    epochs = check_positive(epochs, "--epochs")
+        raise DpcalcError(f"give {steps_flag} or {epochs_flag}")
+    epochs = check_positive(epochs, epochs_flag)
     if batch_size is not None and dataset_size is not None:
-        # Exact integer arithmetic where epochs is whole: avoids 60*60000/256 rounding up wrongly.
         per_epoch = dataset_size / batch_size
-        count = math.ceil(epochs * dataset_size / batch_size - 1e-9 * per_epoch)
     else:
-        count = math.ceil(epochs / sampling_rate - 1e-9 / sampling_rate)
-    if count > 10**9:
-        raise DpcalcError(f"--epochs gives {count} steps; at most 1e9 are supported")
-    return max(1, count)
+        per_epoch = 1.0 / sampling_rate
+    exact = epochs * per_epoch  # may be inf for absurd epochs: checked before rounding
+    if not exact <= MAX_STEPS:
+        raise DpcalcError(f"{epochs_flag} {epochs:g} gives more than 1e9 steps "
+                          f"({per_epoch:.6g} per epoch); at most 1e9 are supported")
+    # A relative 1e-9 below the product absorbs float error (60·60000/256 must not round up).
+    return max(1, math.ceil(exact - 1e-9 * per_epoch))

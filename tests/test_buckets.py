@@ -11,7 +11,7 @@ from dpcalc.accounting.buckets import PrivacyBucketsAccountant, delta_bounds, ep
 from dpcalc.accounting.gaussian import gdp_delta, gdp_epsilon
 from dpcalc.accounting.mixture import GaussianMixturePair
 from dpcalc.accounting.pld import LOWER, UPPER, compose, discretise
-from dpcalc.accounting.rdp import RdpAccountant
+from dpcalc.accounting.rdp_accountants import RdpAccountant
 from dpcalc.accounting.schedule import Phase, Schedule
 from tests.reference_values import REFERENCES
 
@@ -37,7 +37,13 @@ def test_abadi_example_upper_within_half_percent_lower_below_gap_within_one_perc
                          ids=lambda r: r.source)
 def test_published_tight_values(ref):
     result = pb(ref.sampling_rate, ref.noise_multiplier, ref.steps, ref.delta)
+    # One-sided where it must hold: a certified upper bound is never below the tight value
+    # (up to half a unit of its last published digit); tight to the stated tolerance above.
+    decimals = len(repr(ref.epsilon).split(".")[1])
+    if ref.tight:
+        assert result.epsilon >= ref.epsilon - 0.5 * 10.0**-decimals
     assert result.epsilon == pytest.approx(ref.epsilon, rel=ref.relative_tolerance)
+    assert result.epsilon_lower <= ref.epsilon + 0.5 * 10.0**-decimals
     assert result.epsilon_lower <= result.epsilon
 
 
@@ -127,9 +133,14 @@ def test_agrees_with_dp_accounting_connect_the_dots(q, sigma, steps):
     reference = pld.from_gaussian_mechanism(
         sigma, sampling_prob=q, value_discretization_interval=1e-4, pessimistic_estimate=True,
         use_connect_dots=True).self_compose(steps).get_epsilon_for_delta(1e-5)
+    optimistic = pld.from_gaussian_mechanism(
+        sigma, sampling_prob=q, value_discretization_interval=1e-4,
+        pessimistic_estimate=False).self_compose(steps).get_epsilon_for_delta(1e-5)
     result = pb(q, sigma, steps)
-    # dp_accounting's pessimistic estimate is itself an upper bound on the true ε:
+    # dp_accounting's pessimistic estimate is itself an upper bound on the true ε, its
+    # optimistic one a lower bound: ours must sit on the right side of each.
     assert result.epsilon_lower <= reference * (1 + 1e-9)
+    assert result.epsilon >= optimistic * (1 - 1e-9)
     assert result.epsilon == pytest.approx(reference, rel=5e-3)
 
 

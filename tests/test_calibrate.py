@@ -217,7 +217,7 @@ def test_abadi_not_applicable_is_explained():
 
 def test_gdp_guess_is_the_low_side():
     for q, steps, target in [(0.01, 10_000, 1.0), (0.04, 2_250, 8.0), (0.1, 100, 6.0)]:
-        guess = gdp_sigma_guess(target, 1e-5, q, steps)
+        guess = gdp_sigma_guess(target, 1e-5, Schedule.single(q, 1.0, steps))
         assert guess <= dpsgd_sigma("pb", target, 1e-5, q, steps).sigma
         # its own accountant agrees with it: the closed form inverts μ = q√(T(e^{1/σ²} − 1))
         assert epsilon_of("gdp", q, guess, steps) == pytest.approx(target, rel=1e-6)

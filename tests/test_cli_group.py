@@ -27,11 +27,11 @@ def invoke_json(*args: str) -> dict:
 @pytest.mark.parametrize("schedule", [["--sigma", "1", "--steps", "4096"],
                                       ["--sigma", "1.1", "--epochs", "60"],
                                       ["--sigma", "0.8", "--steps", "300", "--delta", "1e-7"]])
-@pytest.mark.parametrize("sampling", ["hypergeometric", "poisson"])
+@pytest.mark.parametrize("sampling", ["fixed", "poisson"])
 def test_k_one_equals_epsilon_command(schedule, sampling):
     group = invoke_json("group", "--k", "1", *MNIST, *schedule, "--method", "pb",
                         "--sampling", sampling)
-    single = invoke_json("epsilon", *MNIST, *schedule)
+    single = invoke_json("epsilon", *MNIST, *schedule, "--sampling", sampling)
     assert group["inputs"]["steps"] == single["inputs"]["steps"]
     (mine,), (theirs,) = group["results"], single["results"]
     assert mine["k"] == 1 and mine["accountant"] == theirs["accountant"] == "pb"
@@ -44,7 +44,8 @@ def test_json_has_one_result_per_k_and_method():
     payload = invoke_json("group", "--k", "1:3", *MNIST, "--sigma", "1", "--steps", "4096")
     assert payload["command"] == "group"
     assert payload["inputs"]["k"] == [1, 2, 3]
-    assert payload["inputs"]["sampling"] == "hypergeometric"
+    assert payload["inputs"]["sampling"] == "poisson"  # the certified default
+    assert payload["inputs"]["adjacency"] == "add-remove"
     pairs = [(r["k"], r["accountant"]) for r in payload["results"]]
     methods = ["pb", "rdp-overapprox", "group-conversion", "rdp-group"]
     assert pairs == [(k, m) for k in (1, 2, 3) for m in methods]
@@ -57,13 +58,37 @@ def test_json_has_one_result_per_k_and_method():
     assert pb2["epsilon_lower"] <= pb2["epsilon"]
     for k in (1, 2, 3):
         for name in ("rdp-overapprox", "group-conversion"):
-            assert by[(k, name)]["epsilon"] >= by[(k, "pb")]["epsilon"]
+            assert by[(k, name)]["epsilon"] >= by[(k, "pb")]["epsilon"] * (1 - 1e-5)  # grid slack
         assert by[(k, "rdp-overapprox")]["certified"] is True
     assert by[(3, "rdp-group")]["epsilon"] is None
     assert by[(3, "rdp-group")]["kind"] == "not applicable"
     assert "power of two" in by[(3, "rdp-group")]["notes"][0]
+    q = 256 / 60_000  # Poisson: J ~ Binomial(2, q)
     assert by[(2, "pb")]["details"]["weights"] == pytest.approx(
-        [0.99148480, 0.00849707, 1.81336e-05], rel=1e-5)
+        [(1 - q) ** 2, 2 * q * (1 - q), q * q], rel=1e-12)
+
+
+def test_fixed_size_default_pair_and_the_seed_pair_side_by_side():
+    """--sampling fixed: a protected record displaces another (shift 2j); the seed's pair
+    (shift j) is reported under its own name and never as a certificate for this run."""
+    payload = invoke_json("group", "--k", "1,2", *MNIST, "--sigma", "1", "--steps", "4096",
+                          "--sampling", "fixed", "--method", "pb,seed")
+    by = {(r["k"], r["accountant"]): r for r in payload["results"]}
+    assert payload["inputs"]["sampling"] == "fixed"
+    assert by[(1, "pb")]["epsilon"] == pytest.approx(11.76, rel=2e-3)  # the explicit attack's ε
+    assert by[(1, "seed")]["epsilon"] == pytest.approx(1.462, rel=2e-3)  # the Poisson figure
+    for k in (1, 2):
+        assert by[(k, "seed")]["certified"] is False and by[(k, "seed")]["applies"] is False
+        assert "NOT a certificate" in by[(k, "seed")]["notes"][0]
+        assert by[(k, "pb")]["epsilon"] > by[(k, "seed")]["epsilon"]
+
+
+def test_hypergeometric_is_the_fixed_size_model_with_a_warning():
+    completed = run_dpcalc("group", "--k", "2", *MNIST, "--sigma", "2", "--steps", "100",
+                           "--sampling", "hypergeometric", "--method", "pb", "-f", "json")
+    assert completed.returncode == 0
+    assert "seed 000's pair (shift j) is --method seed" in completed.stderr
+    assert json.loads(completed.stdout)["inputs"]["sampling"] == "fixed"
 
 
 def test_no_certificate_is_null_with_a_note():
@@ -151,7 +176,8 @@ def test_plot_all_writes_three_pngs(tmp_path):
     (["--k", "2", "--batch-size", "256", "--sigma", "1", "--steps", "10"], "give --batch-size and --dataset-size"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--delta", "2"], "--delta must be in (0, 1)"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--method", "moments"], "--method must be one of"),
-    (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--sampling", "uniform"], "--sampling"),
+    (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--sampling", "stratified"], "--sampling"),
+    (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--method", ","], "--method must name"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--plot", "out.txt"], "--plot FILE must end in .png or .svg"),
     (["--k", "2", *MNIST, "--steps", "10", "--target-epsilon", "0"], "--target-epsilon must be > 0"),
 ])

@@ -136,7 +136,7 @@ def test_bad_data_exits_2_with_one_line(tmp_path, case):
     (["--batch-size", "100000"], "--batch-size"),
     (["--k", "65"], "--k must be a whole number from 1 to 64"),
     (["--k", "0"], "--k"),
-    (["--sampling", "fixed"], "--sampling"),
+    (["--sampling", "stratified"], "--sampling"),
 ])
 def test_bad_options_exit_2_with_one_line(args, needle):
     completed = run_dpcalc("simulate", *args)

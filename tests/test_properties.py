@@ -12,10 +12,11 @@ from dpcalc.accounting.schedule import Schedule
 from dpcalc.cli.app import main
 
 FAST = [name for name in accountant_names() if name != "pb"]
-rates = st.floats(1e-5, 1.0)
+# q and δ on log scales: a uniform draw would almost never reach small values.
+rates = st.floats(-5.0, 0.0).map(lambda exponent: 10.0**exponent)
 sigmas = st.floats(0.5, 50.0)
 step_counts = st.integers(1, 100_000)
-deltas = st.floats(1e-10, 0.1)
+deltas = st.floats(-10.0, -1.0).map(lambda exponent: 10.0**exponent)
 SLACK = 1e-9
 
 
@@ -31,8 +32,8 @@ def test_every_accountant_finite_and_nonnegative(name, q, sigma, steps, delta):
 
 
 @settings(max_examples=15, deadline=None)
-@given(q=st.floats(1e-4, 1.0), sigma=st.floats(0.6, 20.0), steps=st.integers(1, 20_000),
-       delta=st.floats(1e-9, 0.05))
+@given(q=st.floats(-4.0, 0.0).map(lambda e: 10.0**e), sigma=st.floats(0.6, 20.0),
+       steps=st.integers(1, 20_000), delta=st.floats(-9.0, -1.3).map(lambda e: 10.0**e))
 def test_pb_finite_nonnegative_and_bracketed(q, sigma, steps, delta):
     result = get_accountant("pb").epsilon(Schedule.single(q, sigma, steps), delta)
     assert math.isfinite(result.epsilon) and 0 <= result.epsilon_lower <= result.epsilon
@@ -48,8 +49,10 @@ def _monotone(name, q, sigma, steps, delta, factor, field):
 
 
 @settings(max_examples=25, deadline=None)
-@given(name=st.sampled_from(["pb", "rdp", "moments", "strong"]), q=st.floats(1e-3, 0.5),
-       sigma=st.floats(0.7, 10.0), steps=st.integers(1, 5_000), delta=st.floats(1e-8, 1e-3),
+@given(name=st.sampled_from(["pb", "rdp", "moments", "strong"]),
+       q=st.floats(-3.0, math.log10(0.5)).map(lambda e: 10.0**e),
+       sigma=st.floats(0.7, 10.0), steps=st.integers(1, 5_000),
+       delta=st.floats(-8.0, -3.0).map(lambda e: 10.0**e),
        field=st.sampled_from(["steps", "q", "sigma", "delta"]))
 def test_epsilon_rises_with_steps_and_q_and_falls_with_sigma_and_delta(name, q, sigma, steps, delta, field):
     low, high = _monotone(name, q, sigma, steps, delta, 2.0, field)

@@ -19,12 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize
 
-from dpcalc.accounting import rdp
+from dpcalc.accounting import rdp_series
+from dpcalc.accounting.rdp_accountants import AbadiBoundAccountant, MomentsAccountant, RdpAccountant
 from dpcalc.accounting.rdp import (
     DEFAULT_ORDERS,
-    AbadiBoundAccountant,
-    MomentsAccountant,
-    RdpAccountant,
     rdp_subsampled_gaussian,
     rdp_to_delta_classic,
     rdp_to_delta_improved,
@@ -206,11 +204,11 @@ def test_rdp_matches_numerical_integration(q, sigma):
 def test_forced_truncation_is_still_an_upper_bound(monkeypatch):
     # Only a few series terms and a 2-term Euler tail: the orders do not converge,
     # yet every value must stay above the integral (sound, just looser).
-    monkeypatch.setattr(rdp, "_EULER_TERMS", 2)
-    monkeypatch.setattr(rdp, "_SERIES_LENGTHS", (8,))
+    monkeypatch.setattr(rdp_series, "_EULER_TERMS", 2)
+    monkeypatch.setattr(rdp_series, "_SERIES_LENGTHS", (8,))
     orders = [1.1, 1.5, 2.5, 3.7]
     for q, sigma in [(0.5, 10.0), (0.3, 1.0), (0.01, 1.0)]:
-        _, converged = rdp._series_bound(q, sigma, np.array(orders), 10)
+        _, converged = rdp_series._series_bound(q, sigma, np.array(orders), 10)
         assert not converged.any()
         for alpha, value in zip(orders, rdp_subsampled_gaussian(q, sigma, orders)):
             assert value >= rdp_by_quadrature(q, sigma, alpha) * (1 - 1e-11)

@@ -1,4 +1,8 @@
-"""The contract every accountant meets: ε for δ and δ for ε on a :class:`Schedule`."""
+"""The contract every accountant meets: ε for δ and δ for ε on a :class:`Schedule`.
+
+Each accountant declares the models (sampler, adjacency) it bounds. On any other model it
+answers "not applicable" with a note naming why — never a number for another model.
+"""
 from __future__ import annotations
 
 import math
@@ -6,40 +10,75 @@ from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from dpcalc.accounting.result import EpsilonResult
+from dpcalc.accounting.samplers import ADJACENCIES, SAMPLINGS, model_label
 from dpcalc.accounting.schedule import Schedule
+from dpcalc.errors import DpcalcError
+from dpcalc.params import check_delta, check_nonnegative
+
+ALL_MODELS = frozenset((sampling, adjacency) for sampling in SAMPLINGS for adjacency in ADJACENCIES)
+
+
+def check_schedule(schedule) -> Schedule:
+    """``schedule`` itself, or a DpcalcError naming what it should be."""
+    if not isinstance(schedule, Schedule):
+        raise DpcalcError(f"expected a dpcalc Schedule; got {type(schedule).__name__}")
+    return schedule
 
 
 class Accountant(ABC):
     """Bounds the privacy of a DP-SGD :class:`Schedule`.
 
-    ``certified`` accountants return upper bounds on the true ε (and lower bounds
-    on nothing unless ``epsilon_lower`` is set); the others are approximations and
-    say so.
+    ``certified`` accountants return upper bounds on the true ε (and a certified lower
+    bound where ``epsilon_lower`` is set); the others are approximations and say so.
+    ``models`` lists the (sampling, adjacency) pairs the accountant's theorem covers.
     """
 
     name: ClassVar[str]
     certified: ClassVar[bool]
     summary: ClassVar[str]
+    models: ClassVar[frozenset] = ALL_MODELS
 
-    @abstractmethod
+    def not_applicable(self, schedule: Schedule) -> str | None:
+        """Why this accountant does not bound ``schedule`` (None when it does)."""
+        for index, phase in enumerate(schedule.phases, start=1):
+            if (phase.sampling, phase.adjacency) not in self.models:
+                where = f" (phase {index})" if not schedule.is_single_phase else ""
+                return (f"not applicable: {self.name} has no bound for "
+                        f"{model_label(phase.sampling, phase.adjacency)}{where}")
+        return None
+
     def epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
-        """ε at target ``delta``."""
+        """ε at target ``delta`` (``epsilon`` None, with a note, where not applicable)."""
+        schedule = check_schedule(schedule)
+        delta = check_delta(delta)
+        reason = self.not_applicable(schedule)
+        if reason is not None:
+            return EpsilonResult(self.name, None, self.certified, notes=(reason,))
+        return self._epsilon(schedule, delta)
 
     def delta(self, schedule: Schedule, epsilon: float) -> float | None:
-        """δ at ``epsilon``: the smallest δ this accountant certifies.
+        """δ at ``epsilon``: the smallest δ this accountant certifies (None: not applicable)."""
+        schedule = check_schedule(schedule)
+        epsilon = check_nonnegative(epsilon, "--epsilon")
+        if self.not_applicable(schedule) is not None:
+            return None
+        return self._delta(schedule, epsilon)
 
-        Default: bisection in log δ on :meth:`epsilon`, which is monotone in δ.
-        Returns ``None`` where the accountant does not apply.
-        """
+    @abstractmethod
+    def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
+        """ε at a validated ``delta`` for a schedule this accountant applies to."""
+
+    def _delta(self, schedule: Schedule, epsilon: float) -> float | None:
+        """Default: bisection in log δ on :meth:`_epsilon`, which is monotone in δ."""
         low, high = -700.0, 0.0  # log δ; δ = 1 always holds
-        top = self.epsilon(schedule, math.exp(-1e-12)).epsilon
+        top = self._epsilon(schedule, math.exp(-1e-12)).epsilon
         if top is None:
             return None
         if top > epsilon:
             return 1.0
         for _ in range(200):
             mid = 0.5 * (low + high)
-            value = self.epsilon(schedule, math.exp(mid)).epsilon
+            value = self._epsilon(schedule, math.exp(mid)).epsilon
             if value is None:
                 return None
             if value <= epsilon:

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from scipy.special import ndtri
 
 from dpcalc.accounting.base import Accountant
-from dpcalc.accounting.mixture import DIRECTIONS, GaussianMixturePair
 from dpcalc.accounting.pld import (LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge, compose,
                                    compose_tilted, discretise, rounding_slack, saddle_tilt)
 from dpcalc.accounting.result import EpsilonResult
-from dpcalc.accounting.schedule import Schedule
-from dpcalc.params import check_delta, check_nonnegative, check_positive
+from dpcalc.accounting.schedule import MAX_STEPS, Schedule
+from dpcalc.accounting.worst_case import worst_case
+from dpcalc.errors import DpcalcError
+from dpcalc.params import (check_count, check_delta, check_nonnegative, check_positive)
 
 DEFAULT_TOLERANCE = 0.01
 DEFAULT_GRID_STEP = 1e-4
@@ -37,7 +38,23 @@ _ABSOLUTE_GAP = 1e-6
 # The grid is halved only while the FFT window stays within this many points.
 REFINE_POINTS_LIMIT = 1 << 20
 
-PhaseList = list[tuple[GaussianMixturePair, int]]
+# (dominating pair of one step, steps); every pair of a list has the same ``directions``.
+PhaseList = list[tuple[object, int]]
+
+# Two certified bounds of one quantity may differ by float round-off only.
+_CONSISTENCY_SLACK = 1e-9
+
+
+class InconsistentBounds(ArithmeticError):
+    """A certified lower bound came out above the certified upper bound: a bug, surfaced
+    (never clamped away)."""
+
+
+def check_consistent(upper: float, lower: float, what: str) -> None:
+    """Raise InconsistentBounds when ``lower`` exceeds ``upper`` beyond float round-off."""
+    if lower > upper + _CONSISTENCY_SLACK * (1.0 + abs(upper)):
+        raise InconsistentBounds(f"pb: certified lower bound {lower!r} on {what} exceeds the "
+                                 f"certified upper bound {upper!r}; this is a bug, please report it")
 
 
 @dataclass
@@ -68,10 +85,10 @@ def initial_grid_step(phases: PhaseList, requested: float | None, half_width: fl
     # At least eight grid points per standard deviation of one step's loss, and 1e-4
     # unless the composed loss is so wide that 5000 points per standard deviation suffice;
     # but never more than _MAX_STEP_POINTS points for one step's loss range.
-    spreads = [(pair.loss_moments(d)[1], steps) for pair, steps in phases for d in DIRECTIONS]
+    spreads = [(pair.loss_moments(d)[1], steps) for pair, steps in phases for d in pair.directions]
     single = min(spread for spread, _ in spreads)
     composed = math.sqrt(sum(steps * spread**2 for spread, steps in spreads) / 2.0)
-    widest = max(high - low for pair, _ in phases for d in DIRECTIONS
+    widest = max(high - low for pair, _ in phases for d in pair.directions
                  for low, high in [pair.loss_range(d, half_width)])
     step = min(max(DEFAULT_GRID_STEP, composed / 5000.0), single / 8.0)
     return max(step, widest / _MAX_STEP_POINTS, 1e-12)
@@ -99,7 +116,9 @@ def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: flo
                                                  tail_mass)
     upper = upper_pld.epsilon(delta, UPPER)
     slack = rounding_slack(lower_steps, failure)
-    lower = max(0.0, lower_pld.epsilon(delta + failure, LOWER) - slack)
+    # δ_true(ε) ≥ δ_rounded(ε + η) − f for every real ε, so ε_true ≥ x − η with x the
+    # UNCLAMPED read-out at δ + f (x may be negative or −∞; η may be negative too).
+    lower = max(0.0, lower_pld.loss_quantile(delta + failure, LOWER) - slack)
     points = max(upper_pld.pmf.size, lower_pld.pmf.size)
     return upper, lower, step, points, (upper_steps, lower_steps, slack)
 
@@ -114,7 +133,7 @@ def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: floa
         theta = saddle_tilt(upper_steps, upper)
         tilted_upper = compose_tilted(upper_steps, theta, tail_mass, valid_from).epsilon(delta, UPPER)
         theta = saddle_tilt(lower_steps, upper)
-        raw = compose_tilted(lower_steps, theta, tail_mass, valid_from).epsilon(delta + failure, LOWER)
+        raw = compose_tilted(lower_steps, theta, tail_mass, valid_from).loss_quantile(delta + failure, LOWER)
     except GridTooLarge:
         return upper, lower
     if valid_from <= tilted_upper < upper:
@@ -122,22 +141,57 @@ def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: floa
     # The tilted δ was read at ε = raw (the slack only shifts the result), so the window
     # guarantee must hold there too.
     if min(raw, raw - slack) >= valid_from and raw - slack > lower:
-        lower = min(raw - slack, upper)
+        lower = raw - slack
     return upper, lower
+
+
+def _check_phase_list(phases) -> PhaseList:
+    """A non-empty list of (pair, steps ≥ 1) with a common neighbouring relation."""
+    try:
+        checked = [(pair, check_count(steps, "--steps", maximum=MAX_STEPS)) for pair, steps in phases]
+    except (TypeError, ValueError):
+        raise DpcalcError("phases must be a list of (dominating pair, steps) tuples") from None
+    if not checked:
+        raise DpcalcError("pb needs at least one phase")
+    if any(not hasattr(pair, "log_tails") for pair, _ in checked):
+        raise DpcalcError("each phase needs a dominating pair (e.g. GaussianMixturePair)")
+    if sum(steps for _, steps in checked) > MAX_STEPS:
+        raise DpcalcError("pb composes at most 1e9 steps in all")
+    phase_directions(checked)
+    return checked
+
+
+def _check_grid_step(phases: PhaseList, grid_step, half_width: float) -> float | None:
+    """None, or a grid step that keeps one step's loss grid within _MAX_STEP_POINTS points."""
+    if grid_step is None:
+        return None
+    step = check_positive(grid_step, "--grid-step")
+    widest = max(high - low for pair, _ in phases for d in pair.directions
+                 for low, high in [pair.loss_range(d, half_width)])
+    smallest = widest / _MAX_STEP_POINTS
+    if step < smallest or step > 1.0:
+        raise DpcalcError(f"--grid-step must be in [{smallest:.3g}, 1] for this run (one step's "
+                          f"loss range in at most {_MAX_STEP_POINTS} points); got {grid_step!r}")
+    return step
 
 
 def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_TOLERANCE,
                    grid_step: float | None = None,
                    max_refined_points: int = REFINE_POINTS_LIMIT) -> PldBounds:
     """Certified (upper, lower) ε at ``delta`` for the phases composed in order."""
+    phases = _check_phase_list(phases)
+    delta = check_delta(delta)
+    tolerance = check_positive(tolerance, "--tolerance")
     total_steps = sum(steps for _, steps in phases)
     half_width = tail_half_width(total_steps, delta)
     tail_mass = TAIL_FRACTION * delta
     failure = _LOWER_FAILURE * delta
+    grid_step = _check_grid_step(phases, grid_step, half_width)
     step = initial_grid_step(phases, grid_step, half_width)
+    directions = phase_directions(phases)
     while True:
         bounds, points, plds = {}, 0, {}
-        for direction in DIRECTIONS:
+        for direction in directions:
             upper, lower, used_step, used_points, plds[direction] = _direction_bounds(
                 phases, direction, step, delta, half_width, tail_mass, failure)
             bounds[direction] = (upper, lower)
@@ -152,9 +206,11 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         if not gap_met(bounds) and all(math.isfinite(u) for u, _ in bounds.values()):
             # Float round-off grows like T·2^-52 of the peak: tilt the bulk onto the answer.
             bounds = {d: _tilted_direction_bounds(plds[d], delta, tail_mass, failure, *bounds[d])
-                      for d in DIRECTIONS}
+                      for d in directions}
+        for direction, (upper, lower) in bounds.items():
+            check_consistent(upper, lower, f"ε ({direction})")
         upper = max(u for u, _ in bounds.values())
-        lower = min(max(low for _, low in bounds.values()), upper)
+        lower = max(low for _, low in bounds.values())
         done = gap_met(bounds)
         best = PldBounds(upper, lower, dict(bounds), step, step, points, done)
         # Halving h doubles the window: refine only while that stays within the work limit
@@ -166,30 +222,45 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
 
 def delta_bounds(phases: PhaseList, epsilon: float, grid_step: float | None = None) -> PldBounds:
     """Certified (upper, lower) δ at ``epsilon``."""
+    phases = _check_phase_list(phases)
+    epsilon = check_nonnegative(epsilon, "--epsilon")
     total_steps = sum(steps for _, steps in phases)
     # δ is unknown before we compute it; size the tails for δ down to 1e-15.
     half_width = tail_half_width(total_steps, 1e-15)
+    grid_step = _check_grid_step(phases, grid_step, half_width)
     step = initial_grid_step(phases, grid_step, half_width)
     tail_mass = 1e-24
     uppers, lowers = {}, {}
-    for direction in DIRECTIONS:
+    directions = phase_directions(phases)
+    for direction in directions:
         composed, _, step = compose_fitting(phases, direction, step, UPPER, half_width, tail_mass)
         uppers[direction] = composed.delta(epsilon, UPPER)
     upper = max(uppers.values())
     failure = max(_LOWER_FAILURE * upper, 1e-300)
-    for direction in DIRECTIONS:
+    for direction in directions:
         composed, plds, lower_step = compose_fitting(phases, direction, step, LOWER, half_width,
                                                       tail_mass)
         slack = rounding_slack(plds, failure)
         lowers[direction] = max(0.0, composed.delta(epsilon + slack, LOWER) - failure)
-    lower = min(max(lowers.values()), upper)
-    return PldBounds(upper, lower, {d: (uppers[d], lowers[d]) for d in DIRECTIONS}, step, lower_step)
+    for direction in directions:
+        check_consistent(uppers[direction], lowers[direction], f"δ ({direction})")
+    lower = max(lowers.values())
+    return PldBounds(upper, lower, {d: (uppers[d], lowers[d]) for d in directions}, step, lower_step)
+
+
+def phase_directions(phases: PhaseList) -> tuple[str, ...]:
+    """The neighbouring instances every pair of the run is composed in (one per direction)."""
+    if not phases:
+        raise DpcalcError("pb needs at least one phase")
+    directions = tuple(phases[0][0].directions)
+    if any(tuple(pair.directions) != directions for pair, _ in phases):
+        raise DpcalcError("every phase of a run must have the same neighbouring relation")
+    return directions
 
 
 def schedule_phases(schedule: Schedule) -> PhaseList:
-    """The worst-case pair of each DP-SGD phase (Poisson-subsampled Gaussian)."""
-    return [(GaussianMixturePair.subsampled_gaussian(p.sampling_rate, p.noise_multiplier), p.steps)
-            for p in schedule.phases]
+    """The dominating pair of one step of each phase, under its sampler and adjacency."""
+    return [(worst_case(phase).pair, phase.steps) for phase in schedule.phases]
 
 
 class PrivacyBucketsAccountant(Accountant):
@@ -203,8 +274,7 @@ class PrivacyBucketsAccountant(Accountant):
         self.tolerance = check_positive(tolerance, "--tolerance")
         self.grid_step = None if grid_step is None else check_positive(grid_step, "--grid-step")
 
-    def epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
-        delta = check_delta(delta)
+    def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
         bounds = epsilon_bounds(schedule_phases(schedule), delta, self.tolerance, self.grid_step)
         notes = []
         if not bounds.converged:
@@ -219,14 +289,13 @@ class PrivacyBucketsAccountant(Accountant):
             epsilon_lower=bounds.lower,
             notes=tuple(notes),
             details={
-                "epsilon_remove": bounds.by_direction["remove"][0],
-                "epsilon_add": bounds.by_direction["add"][0],
+                **{f"epsilon_{direction}": upper
+                   for direction, (upper, _) in bounds.by_direction.items()},
                 "grid_step": bounds.grid_step,
                 "lower_grid_step": bounds.lower_grid_step,
                 "fft_points": bounds.fft_points,
             },
         )
 
-    def delta(self, schedule: Schedule, epsilon: float) -> float:
-        epsilon = check_nonnegative(epsilon, "--epsilon")
+    def _delta(self, schedule: Schedule, epsilon: float) -> float:
         return delta_bounds(schedule_phases(schedule), epsilon, self.grid_step).upper

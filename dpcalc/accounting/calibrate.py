@@ -272,64 +272,82 @@ class SigmaResult:
     at_floor: bool = False
 
 
-def gdp_sigma_guess(target_epsilon: float, delta: float, sampling_rate: float, steps: int) -> float:
+def gdp_sigma_guess(target_epsilon: float, delta: float, schedule) -> float:
     """σ at which the GDP/CLT approximation (accounting-methods.md §4) gives ``target_epsilon``.
 
     μ* solves δ_μ(ε*) = δ: the Gaussian mechanism with sensitivity 1 and noise σ_G is
     (1/σ_G)-GDP, so μ* = 1/analytic_gaussian_sigma(ε*, δ). Then invert
-    μ = q √(T (e^{1/σ²} − 1)) (Bu et al. 2020 §3): σ = 1/√(ln(1 + μ²/(q² T))).
-    Not a bound: a starting guess, usually on the low (unsafe) side.
+    μ² = Σ_phases q² T (e^{Δ²/σ²} − 1) (Bu et al. 2020 §3; Δ the step's sensitivity):
+    σ = Δ/√(ln(1 + μ²/Σ q² T)). Not a bound: a starting guess, usually on the low side.
     """
     from dpcalc.accounting.gaussian import analytic_gaussian_sigma
+    from dpcalc.accounting.worst_case import worst_case
 
     mu = 1.0 / analytic_gaussian_sigma(target_epsilon, delta)
-    ratio = mu * mu / (sampling_rate * sampling_rate * steps)
-    growth = math.log1p(ratio)
-    return math.inf if growth <= 0.0 else 1.0 / math.sqrt(growth)
+    cases = [(worst_case(phase), phase.steps) for phase in schedule.phases]
+    weight = sum(case.sampling_rate**2 * steps for case, steps in cases)
+    sensitivity = max(case.sensitivity for case, _ in cases)
+    growth = math.log1p(mu * mu / weight)
+    return math.inf if growth <= 0.0 else sensitivity / math.sqrt(growth)
 
 
 def dpsgd_sigma(
     accountant_name: str,
     target_epsilon: float,
     delta: float,
-    sampling_rate: float,
-    steps: int,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
     *,
+    schedule=None,
     precision: float = DEFAULT_PRECISION,
     max_sigma: float = DEFAULT_MAX_SIGMA,
     **options,
 ) -> SigmaResult:
-    """The smallest noise multiplier for DP-SGD (q, T) whose ε from ``accountant_name``
-    at ``delta`` is ≤ ``target_epsilon`` (safe side, relative ``precision``).
+    """The smallest noise multiplier for a DP-SGD run whose ε from ``accountant_name`` at
+    ``delta`` is ≤ ``target_epsilon`` (safe side, relative ``precision``).
 
-    ``options`` go to the accountant (e.g. ``tolerance`` for pb). For pb the bracket is
-    seeded with the GDP/CLT σ (low side) and the RDP σ (safe side); pb searches on its
-    first grid and the final σ is re-checked at the requested settings.
+    The run is ``schedule`` (every phase gets the calibrated σ; its own σ is ignored), or
+    one Poisson phase of ``steps`` steps at ``sampling_rate``. ``options`` go to the
+    accountant (e.g. ``tolerance`` for pb). For pb the bracket is seeded with the GDP/CLT
+    σ (low side) and the RDP σ (safe side); pb searches on its first grid and the final σ
+    is re-checked at the requested settings.
     """
     from dpcalc.accounting.evaluate import make_accountant
     from dpcalc.accounting.schedule import Schedule
-    from dpcalc.params import check_count, check_delta, check_sampling_rate
+    from dpcalc.params import check_delta
 
     target = _check_target(target_epsilon)
     precision = _check_precision(precision)
     delta = check_delta(delta)
-    sampling_rate = check_sampling_rate(sampling_rate)
-    steps = check_count(steps, "--steps", maximum=10**9)
+    if schedule is None:
+        if sampling_rate is None or steps is None:
+            raise DpcalcError("give a schedule, or both sampling_rate and steps")
+        schedule = Schedule.single(sampling_rate, 1.0, steps)
+    elif sampling_rate is not None or steps is not None:
+        raise DpcalcError("give either a schedule or sampling_rate and steps, not both")
+    if not isinstance(schedule, Schedule):
+        raise DpcalcError(f"schedule must be a dpcalc Schedule; got {type(schedule).__name__}")
+    unknown = sorted(set(options) - {"tolerance"})
+    if unknown:
+        raise DpcalcError(f"dpsgd_sigma got an unknown option {unknown[0]!r} (valid: tolerance)")
     final_accountant = make_accountant(accountant_name, **options)
+    reason = final_accountant.not_applicable(schedule)
+    if reason is not None:
+        raise DpcalcError(f"{accountant_name} cannot calibrate σ for this run: {reason}")
     search_accountant = final_accountant
     high_guess = None
     if accountant_name == "pb":
         search_options = {**options, "tolerance": _PB_SEARCH_TOLERANCE}
         search_accountant = make_accountant(accountant_name, **search_options)
         try:
-            high_guess = dpsgd_sigma("rdp", target, delta, sampling_rate, steps,
+            high_guess = dpsgd_sigma("rdp", target, delta, schedule=schedule,
                                      precision=_SAFE_SIDE_PRECISION, max_sigma=max_sigma).sigma
         except (DpcalcError, ArithmeticError):
             high_guess = None
     results = {}
 
     def epsilon_at(sigma: float) -> float | None:
-        result = search_accountant.epsilon(Schedule.single(sampling_rate, sigma, steps), delta)
+        result = search_accountant.epsilon(schedule.with_noise_multiplier(sigma), delta)
         if result.epsilon is None:
             reason = result.notes[0] if result.notes else "not applicable"
             raise DpcalcError(f"{accountant_name} cannot calibrate σ for --epsilon {target:g}: "
@@ -338,7 +356,7 @@ def dpsgd_sigma(
         return result.epsilon
 
     try:
-        low_guess = gdp_sigma_guess(target, delta, sampling_rate, steps)
+        low_guess = gdp_sigma_guess(target, delta, schedule)
     except (DpcalcError, ArithmeticError):
         low_guess = None
     found = calibrate_noise_multiplier(epsilon_at, target, low_guess=low_guess, high_guess=high_guess,
@@ -347,21 +365,17 @@ def dpsgd_sigma(
     if search_accountant is final_accountant:
         final = results[sigma]
     else:
-        final, sigma, extra = _certify(final_accountant, sigma, target, delta, sampling_rate, steps,
-                                       precision)
+        final, sigma, extra = _certify(final_accountant, sigma, target, delta, schedule, precision)
         evaluations += extra
     return SigmaResult(accountant_name, sigma, final.epsilon, final.certified, evaluations, final,
                        found.at_floor)
 
 
-def _certify(accountant, sigma: float, target: float, delta: float, sampling_rate: float,
-             steps: int, precision: float):
+def _certify(accountant, sigma: float, target: float, delta: float, schedule, precision: float):
     """The accountant's result at σ with its requested settings; nudge σ up (safe side)
     in the rare case those settings report ε above the target."""
-    from dpcalc.accounting.schedule import Schedule
-
     for attempt in range(1, _MAX_BUMPS + 1):
-        result = accountant.epsilon(Schedule.single(sampling_rate, sigma, steps), delta)
+        result = accountant.epsilon(schedule.with_noise_multiplier(sigma), delta)
         if result.epsilon is not None and result.epsilon <= target:
             return result, sigma, attempt
         sigma *= 1.0 + precision * min(2.0 ** (attempt - 1), 1.0 / precision)

@@ -5,8 +5,10 @@
 - Kairouz, Oh, Viswanath 2015 closed forms (Thm 3.4 homogeneous, Thm 3.5
   heterogeneous), which are never looser than Dwork–Rothblum–Vadhan.
 
-The accountants treat each DP-SGD step as the analytic Gaussian mechanism (ε₀, δ₀)
-amplified by Poisson subsampling, then compose. They are certified but loose: the
+The accountants treat each DP-SGD step as the analytic Gaussian mechanism (ε₀, δ₀) at
+the step's sensitivity (worst_case.py: σ/Δ), amplified by subsampling at the step's rate
+(Balle, Barthe, Gaboardi 2018: Thm 8 for Poisson-family pairs, Thm 9 for subsampling
+without replacement under substitution — the same formula), then compose. They are certified but loose: the
 tight answer comes from the privacy-loss-distribution accountant.
 """
 from __future__ import annotations
@@ -19,8 +21,9 @@ from dpcalc.accounting.gaussian import gaussian_epsilon
 from dpcalc.accounting.result import EpsilonResult
 from dpcalc.accounting.schedule import Schedule
 from dpcalc.accounting.subsampling import amplify_poisson
+from dpcalc.accounting.worst_case import worst_case
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_count, check_delta
+from dpcalc.params import check_count
 
 # Reported ε is inflated by this relative amount: covers the floating-point error
 # of the sums and square roots below, so the printed bound stays an upper bound.
@@ -214,13 +217,15 @@ def _amplified_steps(schedule: Schedule, amplified_delta: float, cache: _StepCac
     """Per phase: the step (ε₀, δ₀) with q·δ₀ = ``amplified_delta`` and its amplified (ε, δ)."""
     phases = []
     for phase in schedule.phases:
-        step_delta = min(1.0, amplified_delta / phase.sampling_rate)
-        step_epsilon = cache.step_epsilon(step_delta, phase.noise_multiplier)
-        epsilon, delta = amplify_poisson(step_epsilon, step_delta, phase.sampling_rate)
+        case = worst_case(phase)
+        step_delta = min(1.0, amplified_delta / case.sampling_rate)
+        step_epsilon = cache.step_epsilon(step_delta, case.effective_noise_multiplier)
+        epsilon, delta = amplify_poisson(step_epsilon, step_delta, case.sampling_rate)
         phases.append(
             {
-                "sampling_rate": phase.sampling_rate,
+                "sampling_rate": case.sampling_rate,
                 "noise_multiplier": phase.noise_multiplier,
+                "sensitivity": case.sensitivity,
                 "steps": phase.steps,
                 "step_epsilon": step_epsilon,
                 "step_delta": step_delta,
@@ -314,8 +319,8 @@ class StrongCompositionAccountant(Accountant):
     certified = True
     summary = "per-step analytic Gaussian, amplified, advanced composition (Kairouz et al. 2015)"
 
-    def epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
-        target_delta = check_delta(delta)
+    def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
+        target_delta = delta
         cache = _StepCache()
         candidates = [_best_plan(lambda fraction: _kairouz_plan(schedule, target_delta, fraction, cache))]
         if schedule.is_single_phase:
@@ -324,7 +329,7 @@ class StrongCompositionAccountant(Accountant):
         best = min(candidates, key=lambda plan: plan["epsilon"])
         extra = {f"epsilon_{plan['method']}": plan["epsilon"] * _ROUND_UP for plan in candidates}
         notes = (
-            "per-step analytic Gaussian, amplified by Poisson subsampling, composed with the tightest "
+            "per-step analytic Gaussian, amplified by subsampling, composed with the tightest "
             f"closed form ({_DESCRIPTIONS[best['method']]})",
             "Abadi et al.'s 'strong composition' 9.34 used eps' ~ q*eps0, which is not a bound; "
             "this is the rigorous value",
@@ -339,10 +344,10 @@ class NaiveCompositionAccountant(Accountant):
     certified = True
     summary = "per-step analytic Gaussian, amplified, summed (basic composition)"
 
-    def epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
-        target_delta = check_delta(delta)
+    def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
+        target_delta = delta
         plan = _naive_plan(schedule, target_delta, _StepCache())
-        notes = ("per-step analytic Gaussian, amplified by Poisson subsampling, summed over steps "
+        notes = ("per-step analytic Gaussian, amplified by subsampling, summed over steps "
                  "(basic composition); delta split evenly over steps",)
         return _result(self.name, plan, notes, {})
 

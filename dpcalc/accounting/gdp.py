@@ -18,8 +18,9 @@ import math
 from dpcalc.accounting.base import Accountant
 from dpcalc.accounting.gaussian import gdp_delta, gdp_epsilon
 from dpcalc.accounting.result import EpsilonResult
+from dpcalc.accounting.samplers import ADD_REMOVE, FIXED, POISSON
 from dpcalc.accounting.schedule import Schedule
-from dpcalc.params import check_delta, check_nonnegative
+from dpcalc.accounting.worst_case import worst_case
 
 _NOTE = ("approximation: central-limit (Gaussian DP) approximation of Bu et al. 2020; "
          "not a bound, often below the true ε")
@@ -38,7 +39,8 @@ def schedule_mu(schedule: Schedule) -> float:
     (Dong, Roth, Su 2019, §3)."""
     squares = 0.0
     for phase in schedule.phases:
-        mu = clt_mu(phase.sampling_rate, phase.noise_multiplier, phase.steps)
+        case = worst_case(phase)  # fixed-size add/remove: the Poisson pair at noise σ/2
+        mu = clt_mu(case.sampling_rate, case.effective_noise_multiplier, phase.steps)
         if math.isinf(mu):
             return math.inf
         squares += mu * mu
@@ -51,13 +53,13 @@ class GdpAccountant(Accountant):
     name = "gdp"
     certified = False
     summary = "Gaussian DP central-limit approximation (Bu et al. 2020); approximation, not a bound"
+    # The CLT of Bu et al. is for the Poisson-subsampled Gaussian pair.
+    models = frozenset({(POISSON, ADD_REMOVE), (FIXED, ADD_REMOVE)})
 
-    def epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
-        delta = check_delta(delta)
+    def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
         mu = schedule_mu(schedule)
         return EpsilonResult(accountant=self.name, epsilon=gdp_epsilon(delta, mu), certified=False,
                              notes=(_NOTE,), details={"mu": mu})
 
-    def delta(self, schedule: Schedule, epsilon: float) -> float:
-        epsilon = check_nonnegative(epsilon, "--epsilon")
+    def _delta(self, schedule: Schedule, epsilon: float) -> float:
         return float(gdp_delta(epsilon, schedule_mu(schedule)))

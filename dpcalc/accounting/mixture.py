@@ -12,8 +12,12 @@ Everything is computed in log space (log_ndtr, logsumexp) so tails down to
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import log_ndtr, logsumexp
+
+from dpcalc.errors import DpcalcError
 
 REMOVE = "remove"
 ADD = "add"
@@ -29,14 +33,27 @@ def _log_diff(log_big: np.ndarray, log_small: np.ndarray) -> np.ndarray:
 
 
 class GaussianMixturePair:
-    """A = N(0, σ²) versus B = Σ_j weights[j]·N(j, σ²) for j = 0..k (sensitivity 1)."""
+    """A = N(0, σ²) versus B = Σ_j weights[j]·N(j, σ²) for j = 0..k (sensitivity 1).
+
+    Two neighbouring-relation instances ("directions"): remove compares (B, A), add
+    compares (A, B)."""
+
+    directions = DIRECTIONS
 
     def __init__(self, weights, noise_multiplier: float):
-        weights = np.asarray(weights, dtype=float)
-        if weights.ndim != 1 or weights.size < 2 or np.any(weights < 0):
-            raise ValueError("weights must be a non-negative vector over j = 0..k, k >= 1")
+        try:
+            weights = np.asarray(weights, dtype=float)
+            sigma = float(noise_multiplier)
+        except (TypeError, ValueError):
+            raise DpcalcError("a mixture pair needs numeric weights and noise multiplier") from None
+        if (weights.ndim != 1 or weights.size < 2 or not np.all(np.isfinite(weights))
+                or np.any(weights < 0) or not weights[1:].sum() > 0):
+            raise DpcalcError("mixture weights must be finite, >= 0, over j = 0..k (k >= 1), with "
+                              "some weight at j >= 1")
+        if not (math.isfinite(sigma) and sigma > 0):
+            raise DpcalcError(f"noise multiplier must be a finite number > 0; got {noise_multiplier!r}")
         self.weights = weights / weights.sum()
-        self.noise_multiplier = float(noise_multiplier)
+        self.noise_multiplier = sigma
         self.shifts = np.arange(weights.size, dtype=float)
         with np.errstate(divide="ignore"):
             self.log_weights = np.log(self.weights)

@@ -37,12 +37,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sp_fft
 
+from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, CompositionErrorBound
 from dpcalc.accounting.mixture import GaussianMixturePair, _log_diff
 
 UPPER = "upper"
 LOWER = "lower"
 MAX_FFT_POINTS = 1 << 22  # 4 Mi points: about 200 MB of work arrays at the worst
-_MACHINE_EPS = float(np.finfo(float).eps)
 
 
 class GridTooLarge(Exception):
@@ -147,68 +147,75 @@ class ComposedPld:
         pmf = np.maximum(self.pmf - self.noise_floor, 0.0)
         return pmf, self.infinity_mass
 
+    def _curve(self, bound: str):
+        """Everything a query needs, computed once per side (a profile answers many δ):
+        (p_∞, losses ℓ_j, S1_j = Σ_{i>j} p_i, ln S2_j = ln Σ_{i>j} p_i e^{−ℓ_i}, δ(ℓ_j))."""
+        cache = self.__dict__.setdefault("_curves", {})
+        if bound not in cache:
+            pmf, infinity = self._effective(bound)
+            losses = (self.offset + np.arange(pmf.size)) * self.grid_step
+            after = np.append(np.cumsum(pmf[::-1])[::-1][1:], 0.0)
+            with np.errstate(divide="ignore"):
+                log_terms = np.log(pmf) - losses
+            log_after = np.append(np.logaddexp.accumulate(log_terms[::-1])[::-1][1:], -np.inf)
+            with np.errstate(over="ignore", invalid="ignore"):
+                at_grid = infinity + after - np.exp(np.minimum(losses + log_after, 700.0))
+            at_grid = np.where(np.isfinite(at_grid), at_grid, infinity + after)
+            # δ(ε) is non-increasing; make the float curve so on the safe side of ``bound``
+            if bound == UPPER:
+                at_grid = np.maximum.accumulate(at_grid[::-1])[::-1]
+            else:
+                at_grid = np.minimum.accumulate(at_grid)
+            total = float(after[0] + pmf[0]) if pmf.size else 0.0
+            log_total = float(np.logaddexp(log_terms[0], log_after[0])) if pmf.size else -math.inf
+            cache[bound] = (infinity, losses, after, log_after, at_grid, total, log_total)
+        return cache[bound]
+
     def delta(self, epsilon: float, bound: str) -> float:
         """δ(ε) = p_∞ + Σ_{ℓ_i > ε} p_i (1 − e^{ε − ℓ_i}), on the side ``bound``."""
-        pmf, infinity = self._effective(bound)
-        losses = (self.offset + np.arange(pmf.size)) * self.grid_step
-        above = losses > epsilon
-        value = infinity + float(np.sum(pmf[above] * -np.expm1(epsilon - losses[above])))
+        infinity, losses, after, log_after, _, total, log_total = self._curve(bound)
+        j = int(np.searchsorted(losses, epsilon, side="right")) - 1  # last ℓ_j ≤ ε
+        if j < 0:
+            s1, log_s2 = total, log_total
+        else:
+            s1, log_s2 = float(after[j]), float(log_after[j])
+        with np.errstate(over="ignore"):
+            value = infinity + s1 - (math.exp(min(epsilon + log_s2, 700.0)) if s1 > 0 else 0.0)
         if bound == LOWER:
             value -= self.window_mass
         return min(1.0, max(0.0, value))
 
     def epsilon(self, delta: float, bound: str) -> float:
-        """The smallest ε with δ(ε) ≤ delta (math.inf if none), on the side ``bound``.
+        """The smallest ε ≥ 0 with δ(ε) ≤ delta (math.inf if none), on the side ``bound``."""
+        return max(0.0, self.loss_quantile(delta, bound))
+
+    def loss_quantile(self, delta: float, bound: str) -> float:
+        """inf{x : δ(x) ≤ delta}, NOT clamped at 0: may be negative, or −inf when δ(x) ≤
+        delta everywhere. A lower bound that shifts this value by a rounding slack must
+        use it unclamped: clamping first and shifting after turns a clamped 0 into a
+        spurious positive bound when the slack is negative.
 
         On each grid interval (ℓ_j, ℓ_{j+1}] δ(ε) = p_∞ + S1 − e^ε S2 with suffix sums
         S1 = Σ_{i>j} p_i, S2 = Σ_{i>j} p_i e^{−ℓ_i}, solved exactly for ε.
         """
-        pmf, infinity = self._effective(bound)
+        infinity, losses, after, log_after, at_grid, total, log_total = self._curve(bound)
         if bound == LOWER:
             delta = delta + self.window_mass
         if infinity >= delta:
             return math.inf
-        step = self.grid_step
-        suffix = np.cumsum(pmf[::-1])[::-1]  # suffix[j] = Σ_{i≥j} p_i
-        suffix_after = np.append(suffix[1:], 0.0)  # Σ_{i>j} p_i
-        # First j with p_∞ + Σ_{i≥j} p_i ≤ δ: δ(ε) ≤ δ for every ε ≥ ℓ_{j−1}.
-        small = np.flatnonzero(infinity + suffix <= delta)
-        stop = int(small[0]) if small.size else pmf.size
-        # δ(ℓ_{stop−1} − 300) exceeds δ up to a factor 1 − e^{−300}: search only above it.
-        start = max(0, stop - 1 - int(math.ceil(300.0 / step)))
-        rel = np.arange(pmf.size - start) * step  # ℓ_i − ℓ_start ≥ 0
-        with np.errstate(under="ignore"):
-            scaled = pmf[start:] * np.exp(-rel)
-        scaled_after = np.append(np.cumsum(scaled[::-1])[::-1][1:], 0.0)
-        j_range = np.arange(start, max(start, stop))
-        if j_range.size:
-            with np.errstate(over="ignore", invalid="ignore"):
-                discounted = np.exp(rel[: j_range.size]) * scaled_after[: j_range.size]
-            delta_at = infinity + suffix_after[j_range] - discounted
-            crossing = np.flatnonzero(delta_at > delta)
-        else:
-            crossing = np.array([], dtype=int)
-        if crossing.size:
-            j = int(j_range[crossing[-1]])
-            s1 = suffix_after[j]
-            s2 = float(scaled_after[j - start])  # Σ_{i>j} p_i e^{−(ℓ_i − ℓ_start)}
-            loss_start = (self.offset + start) * step
-            loss_j = (self.offset + j) * step
-            if s2 > 0.0:
-                eps = loss_start + math.log((infinity + s1 - delta) / s2)
-                eps = min(max(eps, loss_j), loss_j + step)
-            else:  # e^{−ℓ} underflowed for every atom above: δ(ε) ≤ δ only at ℓ_{j+1}
-                eps = loss_j + step
-        else:
-            # δ(ℓ_start) ≤ δ: solve on (−∞, ℓ_start] where every finite atom counts.
-            s1 = float(suffix[start]) if pmf.size else 0.0
-            s2 = float(np.sum(scaled)) if pmf.size else 0.0
-            loss_start = (self.offset + start) * step
-            if s2 <= 0.0 or infinity + s1 <= delta:
-                eps = -math.inf
-            else:
-                eps = min(loss_start, loss_start + math.log((infinity + s1 - delta) / s2))
-        return max(0.0, eps)
+        # first grid point with δ(ℓ_j) ≤ δ (the curve is non-increasing)
+        j = int(np.searchsorted(-at_grid, -delta, side="left"))
+        if j >= losses.size:  # δ(ℓ_last) > δ: only the +∞ atom lies above; p_∞ < δ
+            return float(losses[-1]) if losses.size else math.inf
+        if j == 0:  # solve on (−∞, ℓ_0] where every finite atom counts
+            if total <= 0.0 or infinity + total <= delta:
+                return -math.inf
+            return min(float(losses[0]), math.log(infinity + total - delta) - log_total)
+        s1, log_s2 = float(after[j - 1]), float(log_after[j - 1])
+        if not math.isfinite(log_s2):  # nothing finite above: δ(ε) ≤ δ only at ℓ_j
+            return float(losses[j])
+        eps = math.log(infinity + s1 - delta) - log_s2 if infinity + s1 > delta else -math.inf
+        return min(max(eps, float(losses[j - 1])), float(losses[j]))
 
 
 # --- one step ---------------------------------------------------------------------------
@@ -372,23 +379,34 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
     size = sp_fft.next_fast_len(needed + max(64, needed // 32), real=True)
     spectrum = None
     log_finite_mass = 0.0
+    error_bound = CompositionErrorBound(size)
     for pld, steps in plds_with_steps:
         folded = pld.pmf
         if folded.size > size:
             folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
-        transformed = _power(sp_fft.rfft(folded, size), steps)
+        transformed = sp_fft.rfft(folded, size)
+        error_bound.add_phase(folded, transformed, steps)
+        transformed = _power(transformed, steps)
         spectrum = transformed if spectrum is None else spectrum * transformed
         log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
     circular = sp_fft.irfft(spectrum, size)
     # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
-    rolled = np.roll(circular, -((lo_index - support_lo) % size))
+    shift = -((lo_index - support_lo) % size)
+    rolled = np.roll(circular, shift)
     composed, pad = rolled[:needed], rolled[needed:]
-    # FFT round-off is spread evenly over all positions; four times the largest value in
-    # the pad (less the ≤ 2τ true mass there) is allowed per entry. An estimate, not a
-    # proof; the unit roundoff of the largest entry is a floor.
-    measured = max(0.0, float(np.abs(pad).max()) - 2 * tail_mass)
-    noise_floor = max(4.0 * measured, 4.0 * float(max(0.0, -composed.min())),
-                      _MACHINE_EPS * float(composed.max()) * math.log2(size))
+    # The inverse transform's own error is measured only when its a priori bound could add
+    # more than 1e4·τ (about 1e-5·δ) to δ over the whole window.
+    budget = 1e4 * tail_mass / needed
+    inverse = np.roll(np.broadcast_to(error_bound.inverse_error(spectrum, circular, budget),
+                                      (size,)), shift)[:needed]
+    # Float error of every entry: the a priori bound of fft_error.py (absolute, plus a
+    # relative term for the rounded inputs). The pad beyond the window holds at most 2τ of
+    # true mass; what the FFT puts there must lie within the bound (a cross-check, kept as a
+    # floor so a bound that failed could never be smaller than an error actually seen).
+    measured = max(0.0, float(np.abs(pad).max()) - 2 * tail_mass) if pad.size else 0.0
+    absolute = max(error_bound.absolute(spectrum, include_inverse=False), measured,
+                   float(max(0.0, -composed.min())))
+    noise_floor = absolute + inverse + error_bound.relative() * np.abs(composed)
     infinity = -math.expm1(log_finite_mass)
     return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)
 
@@ -434,7 +452,7 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
     ε ≥ valid_from, where τ̂ is chosen so that this is ``tail_mass``.
     """
     step = plds_with_steps[0][0].grid_step
-    tilted, log_scale = [], 0.0
+    tilted, log_scale, log_scale_size = [], 0.0, 0.0
     for pld, steps in plds_with_steps:
         keep = pld.pmf > 0
         with np.errstate(divide="ignore"):
@@ -444,6 +462,7 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
         log_mgf = top + math.log(float(weights.sum()))
         tilted.append((DiscretePld(step, pld.offset, weights / weights.sum(), 0.0), steps))
         log_scale += steps * log_mgf
+        log_scale_size += steps * (abs(log_mgf) + abs(top))
     log_window = math.log(tail_mass / 2.0) - (log_scale - theta * valid_from)
     tilted_tail = math.exp(min(max(log_window, -690.0), math.log(0.01)))
     inner = compose(tilted, tilted_tail, max_points)
@@ -451,7 +470,9 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
     log_factor = np.minimum(log_scale - theta * losses, 700.0)
     factor = np.exp(log_factor)
     pmf = np.clip(inner.pmf * factor, -1.0, 1.0)
-    noise = np.minimum(inner.noise_floor * factor, 1.0)
+    # float error of the untilting factor: a few ulps of every magnitude in its exponent
+    factor_error = 8.0 * UNIT_ROUNDOFF * (log_scale_size + np.abs(theta * losses) + 2.0)
+    noise = np.minimum(inner.noise_floor * factor + np.abs(pmf) * factor_error, 1.0)
     window = min(1.0, 2 * tilted_tail * math.exp(min(log_scale - theta * valid_from, 700.0)))
     log_finite = sum(steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
                      for pld, steps in plds_with_steps)

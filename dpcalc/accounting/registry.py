@@ -12,9 +12,9 @@ from dpcalc.errors import DpcalcError
 # name -> "module:Class"; order is the display order of `--accountant all`.
 _ACCOUNTANTS: dict[str, str] = {
     "pb": "dpcalc.accounting.buckets:PrivacyBucketsAccountant",
-    "rdp": "dpcalc.accounting.rdp:RdpAccountant",
-    "moments": "dpcalc.accounting.rdp:MomentsAccountant",
-    "abadi": "dpcalc.accounting.rdp:AbadiBoundAccountant",
+    "rdp": "dpcalc.accounting.rdp_accountants:RdpAccountant",
+    "moments": "dpcalc.accounting.rdp_accountants:MomentsAccountant",
+    "abadi": "dpcalc.accounting.rdp_accountants:AbadiBoundAccountant",
     "gdp": "dpcalc.accounting.gdp:GdpAccountant",
     "strong": "dpcalc.accounting.composition:StrongCompositionAccountant",
     "naive": "dpcalc.accounting.composition:NaiveCompositionAccountant",

@@ -32,9 +32,25 @@ def _first_line(text: str | None) -> str:
     return line.replace("'", "").replace('"', "").replace("\\", "").replace("`", "")
 
 
-def _option_specs(command) -> list[OptionSpec]:
+def _value_choices(command_name: str, names: list[str]) -> list[str] | None:
+    """Values of options that take free text but a known set of names."""
     from dpcalc.accounting.registry import accountant_names
+    from dpcalc.accounting.samplers import ADJACENCIES, SAMPLINGS
 
+    if "--accountant" in names:
+        return [*accountant_names(), "all"]
+    if "--adjacency" in names:
+        return list(ADJACENCIES)
+    if "--sampling" in names and command_name != "simulate":
+        return list(SAMPLINGS)
+    if "--method" in names:
+        from dpcalc.cli.group import _METHODS
+
+        return [*_METHODS, "all"]
+    return None
+
+
+def _option_specs(command, command_name: str = "") -> list[OptionSpec]:
     specs = []
     for param in command.params:
         names = [name for name in getattr(param, "opts", []) + getattr(param, "secondary_opts", [])
@@ -43,8 +59,7 @@ def _option_specs(command) -> list[OptionSpec]:
             continue
         choices = list(getattr(param.type, "choices", None) or [])
         choices = [getattr(choice, "value", choice) for choice in choices]
-        if "--accountant" in names:
-            choices = [*accountant_names(), "all"]
+        choices = _value_choices(command_name, names) or choices
         takes_value = not getattr(param, "is_flag", False)
         specs.append(OptionSpec(names, _first_line(getattr(param, "help", "")), takes_value,
                                 [str(choice) for choice in choices],
@@ -60,7 +75,7 @@ def command_specs() -> tuple[list[OptionSpec], list[CommandSpec]]:
     from dpcalc.cli.app import app
 
     root = typer.main.get_command(app)
-    commands = [CommandSpec(name, _first_line(sub.help), _option_specs(sub))
+    commands = [CommandSpec(name, _first_line(sub.help), _option_specs(sub, name))
                 for name, sub in sorted(root.commands.items())]
     return _option_specs(root), commands
 

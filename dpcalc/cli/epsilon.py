@@ -21,18 +21,22 @@ def epsilon_command(
     steps: Optional[str] = opt.STEPS,
     epochs: Optional[str] = opt.EPOCHS,
     phase: Optional[List[str]] = opt.PHASE,
+    sampling: str = opt.SAMPLING,
+    adjacency: str = opt.ADJACENCY,
     delta: str = opt.DELTA,
     accountant: Optional[List[str]] = opt.ACCOUNTANT,
     tolerance: str = opt.TOLERANCE,
     max_epsilon: Optional[str] = opt.MAX_EPSILON,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
-    """ε spent by DP-SGD (Poisson sampling, Gaussian noise) at a target δ.
+    """ε spent by DP-SGD (Gaussian noise) at a target δ, for the sampler and adjacency given.
 
     The default accountant, pb, reports a certified upper bound with a certified lower
-    bound beside it.
+    bound beside it. Every number holds for the stated model (--sampling, --adjacency):
+    Poisson sampling with add/remove adjacency unless told otherwise.
     """
-    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase)
+    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
+                         adjacency)
     target_delta = check_delta(delta)
     gate = None if max_epsilon is None else check_nonnegative(max_epsilon, "--max-epsilon")
     names = resolve_names(accountant)
@@ -46,7 +50,7 @@ def epsilon_command(
         results=[epsilon_record(result) for result in results],
         columns=EPSILON_COLUMNS,
         plain_columns=EPSILON_PLAIN,
-        footnotes=opt.footnotes(results),
+        footnotes=opt.footnotes(results, run.inputs),
         input_labels=INPUT_LABELS,
     )
     emit(report, output_format)

@@ -1,8 +1,10 @@
-"""`dpcalc group`: DP-SGD privacy for k protected records (group privacy, seed 000).
+"""`dpcalc group`: DP-SGD privacy for k protected records (group privacy).
 
-For each k: the certified pb bounds of the exact worst-case mixture pair, next to the
-seed's RDP over-approximation, the generic (ε, δ) group-privacy conversion of the
-k = 1 guarantee and the RDP group property. --target-epsilon gives the σ per k instead.
+For each k: the certified pb bounds of the model's worst-case mixture pair (Poisson by
+default; fixed-size batches with --sampling fixed), next to the seed's RDP
+over-approximation, the generic (ε, δ) group-privacy conversion of the k = 1 guarantee
+and the RDP group property; seed 000's own pair on request (--method seed, labelled as
+the seed's model). --target-epsilon gives the σ per k instead.
 """
 from __future__ import annotations
 
@@ -13,26 +15,26 @@ from typing import List, Optional
 
 import typer
 
+from dpcalc.accounting.samplers import model_label, parse_adjacency, parse_sampling
 from dpcalc.cli import options as opt
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
-                               show_upper)
+                               show_upper, warn)
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_delta, check_noise_multiplier, check_positive,
                            resolve_steps)
 
-# Mirrors dpcalc.accounting.group (imported lazily: it pulls in the pb engine).
-_METHODS = ("pb", "rdp-overapprox", "group-conversion", "rdp-group")
+# Mirror dpcalc.accounting.group (imported lazily: it pulls in the pb engine).
+_METHODS = ("pb", "seed", "rdp-overapprox", "group-conversion", "rdp-group")
+_DEFAULT_METHODS = ("pb", "rdp-overapprox", "group-conversion", "rdp-group")
+_HYPERGEOMETRIC_NOTE = ("--sampling hypergeometric now means fixed-size batches with the "
+                        "certified analysis (a protected record displaces another: shift 2j); "
+                        "seed 000's pair (shift j) is --method seed")
 _MAX_K = 64
 _COMPOSITIONS = [2**power for power in range(17)]  # the seed's x-axis: 2^0 … 2^16
 _SIGMA_FACTORS = (1.0, 2.0, 4.0)  # ε over k is drawn for σ, 2σ and 4σ
 NOT_APPLICABLE = "not applicable"
 NO_CERTIFICATE = "no certificate"
-
-
-class Sampling(str, Enum):
-    hypergeometric = "hypergeometric"
-    poisson = "poisson"
 
 
 class PlotKind(str, Enum):
@@ -48,12 +50,14 @@ K_OPTION = typer.Option(None, "--k", metavar="K|A:B|A,B,…",
 BATCH_SIZE = typer.Option(None, "--batch-size", metavar="INT",
                           help="Batch size B, drawn without replacement from N each step "
                                "(--sampling poisson: expected size, q = B/N).")
-SAMPLING = typer.Option(Sampling.hypergeometric, "--sampling", case_sensitive=False,
-                        help="hypergeometric: fixed-size batches (J ~ Hypergeom(N, k, B)); "
-                             "poisson: each record with probability q = B/N (J ~ Binomial(k, q)).")
+SAMPLING = typer.Option("poisson", "--sampling", metavar="NAME",
+                        help="poisson: each record joins a batch with probability q = B/N (J ~ "
+                             "Binomial(k, q)); fixed: B of N without replacement each step, where a "
+                             "protected record displaces another (shift 2j, J ~ Hypergeom).")
 METHOD = typer.Option(None, "--method", "-m", metavar="NAME",
                       help=f"One of {', '.join(_METHODS)} or all (repeatable or comma-separated). "
-                           "Default: all.")
+                           f"Default: {', '.join(_DEFAULT_METHODS)}. seed: seed 000's pair, not a "
+                           "certificate for fixed-size batches.")
 TARGET_EPSILON = typer.Option(None, "--target-epsilon", metavar="FLOAT",
                               help="Instead of --sigma: the smallest σ whose certified pb ε for k "
                                    "records is ≤ this (one σ per k).")
@@ -89,7 +93,7 @@ def parse_k_values(text: str | None) -> list[int]:
 
 def _methods(requested: list[str] | None) -> list[str]:
     if not requested:
-        return list(_METHODS)
+        return list(_DEFAULT_METHODS)
     names: list[str] = []
     for item in requested:
         for name in (part.strip() for part in item.split(",")):
@@ -102,7 +106,10 @@ def _methods(requested: list[str] | None) -> list[str]:
                                       f"got {name!r}")
                 if each not in names:
                     names.append(each)
-    return names or list(_METHODS)
+    if not names:
+        raise DpcalcError(f"--method must name one of {', '.join(_METHODS)}, all; got "
+                          f"{', '.join(map(repr, requested))}")
+    return names
 
 
 def _plot_paths(plot: str, kind: PlotKind) -> dict[str, Path]:
@@ -122,13 +129,16 @@ def _plot_paths(plot: str, kind: PlotKind) -> dict[str, Path]:
 
 # --------------------------------------------------------------------------- records
 _SHORT_KIND = {CERTIFIED: "certified", APPROXIMATION: "approximation", NOT_APPLICABLE: "n/a",
-               NO_CERTIFICATE: "none found"}
+               NO_CERTIFICATE: "none found", "seed model": "seed's model (not for this run)"}
 
 
 def group_record(k: int, result) -> dict:
     """{"k", "accountant", "epsilon", "epsilon_upper", "epsilon_lower", "certified", "kind",
     "order", "notes", "details"}."""
     record = {"k": k, **epsilon_record(result)}
+    if result.accountant == "seed":
+        record["kind"] = "seed model"
+        record["applies"] = False
     if result.epsilon is None:
         found_none = any(note.startswith(NO_CERTIFICATE) for note in result.notes)
         record["kind"] = NO_CERTIFICATE if found_none else NOT_APPLICABLE
@@ -143,12 +153,13 @@ def sigma_record(calibration, target: float) -> dict:
     return record
 
 
-def _footnotes(records: list[dict], explain_pb: bool = True) -> list[str]:
-    """The bound explanation, then each method's notes once ('(k=…)' where they differ by k)."""
-    lines = []
+def _footnotes(records: list[dict], model: str, explain_pb: bool = True) -> list[str]:
+    """The model, the bound explanation, then each method's notes once ('(k=…)' where they
+    differ by k)."""
+    lines = [f"Model: {model}. Every certified number holds for this model only."]
     if explain_pb and any(record["accountant"] == "pb" for record in records):
         lines.append("ε is a certified upper bound (rounded up); pb's lower bound is certified too "
-                     "(rounded down). All bounds are for the worst-case pair of seed 000.")
+                     "(rounded down).")
     seen: dict[tuple[str, str], list[int]] = {}
     for record in records:
         for note in record["notes"]:
@@ -180,13 +191,13 @@ def _sigma_columns() -> list[Column]:
 # --------------------------------------------------------------------------- plots
 def _draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[str],
           delta: float) -> None:
-    from dpcalc.accounting import group
+    from dpcalc.accounting import group, group_bounds
     from dpcalc.cli import plots
 
     if "compositions" in paths:
         shown = [name for name in methods if name in ("pb", "rdp-overapprox", "group-conversion")]
         series = []
-        conversions = (group.conversion_over_steps(setting, k_values, _COMPOSITIONS, delta)
+        conversions = (group_bounds.conversion_over_steps(setting, k_values, _COMPOSITIONS, delta)
                        if "group-conversion" in shown else {})
         for k in k_values:
             each = setting.with_k(k)
@@ -194,8 +205,9 @@ def _draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[st
                 series.append(plots.GroupSeries("pb", k, group.pb_epsilon_over_steps(
                     each, _COMPOSITIONS, delta)))
             if "rdp-overapprox" in shown:
-                series.append(plots.GroupSeries("rdp-overapprox", k, group.rdp_overapprox_over_steps(
-                    each, _COMPOSITIONS, delta)))
+                series.append(plots.GroupSeries("rdp-overapprox", k,
+                                                group_bounds.rdp_overapprox_over_steps(
+                                                    each, _COMPOSITIONS, delta)))
             if "group-conversion" in shown:
                 series.append(plots.GroupSeries("group-conversion", k, conversions[k]))
         plots.group_compositions_figure(
@@ -218,9 +230,11 @@ def _draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[st
         import numpy as np
 
         each = setting.with_k(max(k_values))
+        spec = (group.seed_spec(each) if "pb" not in methods and "seed" in methods
+                else group.mixture_specs(each)[0])
         sigma = each.noise_multiplier
-        outputs = np.linspace(-5.0 * sigma, each.k + 5.0 * sigma, 2001)
-        density_a, density_b = group.worst_case_densities(each, outputs)
+        outputs = np.linspace(-5.0 * sigma, spec.shift * each.k + 5.0 * sigma, 2001)
+        density_a, density_b = group.worst_case_densities(spec, outputs)
         plots.group_distributions_figure(
             paths["distributions"], outputs, density_a, density_b,
             f"worst-case pair, k={each.k}, σ={sigma:g} ({each.sampling}, B={each.batch_size}, "
@@ -232,13 +246,14 @@ def _draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[st
 def _sigma_report(setting, k_values: list[int], target: float, delta: float, tolerance: float,
                   inputs: dict) -> Report:
     """--target-epsilon: the calibrated σ per k (pb)."""
-    from dpcalc.accounting import group
+    from dpcalc.accounting import group_bounds
 
-    records = [sigma_record(group.calibrate_group_sigma(setting.with_k(k), target, delta, tolerance),
-                            target) for k in k_values]
+    records = [sigma_record(group_bounds.calibrate_group_sigma(setting.with_k(k), target, delta,
+                                                               tolerance), target)
+               for k in k_values]
     footnotes = ["σ is rounded up (a larger σ is the safe side); ε is pb's certified upper "
-                 "bound at that σ, ≤ the target (its lower bound is certified too). "
-                 "Bounds are for the worst-case pair of seed 000."] + _footnotes(records, False)
+                 "bound at that σ, ≤ the target (its lower bound is certified too)."]
+    footnotes += _footnotes(records, setting.model, False)
     return Report(command="group", title="Noise multiplier protecting k records",
                   inputs={**inputs, "target_epsilon": target, "accountants": ["pb"]},
                   results=records, columns=_sigma_columns(),
@@ -249,14 +264,14 @@ def _sigma_report(setting, k_values: list[int], target: float, delta: float, tol
 def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str],
                     tolerance: float, inputs: dict) -> Report:
     """ε per k and method."""
-    from dpcalc.accounting import group
+    from dpcalc.accounting import group_bounds
 
-    results = group.group_epsilons(setting, k_values, delta, names, tolerance)
+    results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance)
     records = [group_record(k, result) for k, result in results]
     return Report(command="group", title="Privacy of k protected records",
                   inputs={**inputs, "accountants": names}, results=records,
                   columns=_EPSILON_COLUMNS, plain_columns=[Column("ε", "epsilon", plain_upper)],
-                  footnotes=_footnotes(records), input_labels=INPUT_LABELS)
+                  footnotes=_footnotes(records, setting.model), input_labels=INPUT_LABELS)
 
 
 # --------------------------------------------------------------------------- command
@@ -268,7 +283,8 @@ def group_command(
     steps: Optional[str] = opt.STEPS,
     epochs: Optional[str] = opt.EPOCHS,
     delta: str = opt.DELTA,
-    sampling: Sampling = SAMPLING,
+    sampling: str = SAMPLING,
+    adjacency: str = opt.ADJACENCY,
     method: Optional[List[str]] = METHOD,
     target_epsilon: Optional[str] = TARGET_EPSILON,
     tolerance: str = opt.TOLERANCE,
@@ -278,15 +294,22 @@ def group_command(
 ) -> None:
     """ε for k protected records (group privacy) in DP-SGD with batches of B out of N.
 
-    pb composes the exact worst-case pair N(0, σ²) vs Σ_j P[J=j]·N(j, σ²) (J: how many of
-    the k records a batch holds) and gives certified upper and lower bounds. Beside it:
-    rdp-overapprox (seed 000's quick RDP method, q′ = P[J ≥ 1] with noise σ/k),
-    group-conversion ((kε, k·e^((k−1)ε)·δ) from the k = 1 guarantee, δ split optimised)
-    and rdp-group (Mironov 2017 Prop. 2, k a power of two). --plot FILE draws the figure
+    pb composes the model's worst-case pair and gives certified upper and lower bounds:
+    Poisson sampling (default), N(0, σ²) vs Σ_j Binomial(k, q)_j·N(j, σ²); fixed-size
+    batches (--sampling fixed), N(0, σ²) vs Σ_j Hypergeom_j·N(2j, σ²), since a protected
+    record in the batch displaces another. Beside it: rdp-overapprox (seed 000's quick RDP
+    method), group-conversion ((kε, k·e^((k−1)ε)·δ) from the k = 1 guarantee) and rdp-group
+    (Mironov 2017 Prop. 2, k a power of two); seed (seed 000's own pair, shift j, which is
+    not a certificate for fixed-size batches) on request. --plot FILE draws the figure
     chosen by --plot-kind; --plot-kind all writes three files.
     """
     from dpcalc.accounting import group
 
+    if str(sampling).strip().lower() == "hypergeometric":
+        warn(_HYPERGEOMETRIC_NOTE)
+        sampling = "fixed"
+    model_sampling = parse_sampling(sampling)
+    relation = parse_adjacency(adjacency)
     k_values = parse_k_values(k)
     if batch_size is None or dataset_size is None:
         raise DpcalcError("give --batch-size and --dataset-size (batches of B out of N records)")
@@ -307,11 +330,13 @@ def group_command(
     noise = 1.0 if sigma is None else check_noise_multiplier(sigma)
     names = _methods(method)
     paths = _plot_paths(plot, plot_kind) if plot is not None else {}
-    setting = group.GroupSetting(k_values[0], batch, dataset, noise, step_count, sampling.value)
+    setting = group.GroupSetting(k_values[0], batch, dataset, noise, step_count, model_sampling,
+                                 relation)
     opt.warn_large_delta(target_delta, dataset)
     inputs = {"k": k_values, "batch_size": batch, "dataset_size": dataset, "q": batch / dataset,
               "sigma": None if target is not None else noise, "steps": step_count,
-              "delta": target_delta, "sampling": sampling.value}
+              "delta": target_delta, "sampling": model_sampling, "adjacency": relation,
+              "model": model_label(model_sampling, relation)}
     if target is not None:
         emit(_sigma_report(setting, k_values, target, target_delta, pb_tolerance, inputs),
              output_format)

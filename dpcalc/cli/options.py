@@ -27,6 +27,17 @@ PHASE = typer.Option(None, "--phase", metavar="SPEC",
                      help="A phase of a multi-phase run, e.g. 'q=0.01,sigma=4,steps=5000' "
                           "(keys q|batch-size[,dataset-size], sigma, steps|epochs); repeat for "
                           "each phase, in order.")
+SAMPLING = typer.Option("poisson", "--sampling", metavar="NAME",
+                        help="How batches are drawn: poisson (each record joins a batch with "
+                             "probability q) or fixed (B of N without replacement, each step "
+                             "independent; give --batch-size and --dataset-size).")
+ADJACENCY = typer.Option("add-remove", "--adjacency", metavar="NAME",
+                         help="Neighbouring datasets: add-remove (one record added or removed) or "
+                              "replace-one (one record replaced; aliases: substitution).")
+PHASE_NO_SIGMA = typer.Option(None, "--phase", metavar="SPEC",
+                              help="A phase of a multi-phase run, e.g. 'q=0.01,steps=5000' (keys "
+                                   "q|batch-size[,dataset-size], steps|epochs, sampling); repeat for "
+                                   "each phase, in order. Every phase gets the calibrated σ.")
 DELTA = typer.Option("1e-5", "--delta", metavar="FLOAT", help="Target δ in (0, 1).")
 ACCOUNTANT = typer.Option(None, "--accountant", "-a", metavar="NAME",
                           help=f"One of {', '.join(accountant_names())} or all (repeatable or "
@@ -46,9 +57,11 @@ def warn_large_delta(delta: float, dataset_size: int | None) -> None:
         warn(f"--delta {delta:g} is ≥ 1/N = {1.0 / dataset_size:.3g}; δ should be well below 1/N")
 
 
-def footnotes(results: list[EpsilonResult]) -> list[str]:
-    """Lines under a table explaining what the numbers are."""
+def footnotes(results: list[EpsilonResult], inputs: dict | None = None) -> list[str]:
+    """Lines under a table explaining what the numbers are, and the model they hold for."""
     lines = []
+    if inputs is not None and "model" in inputs:
+        lines.append(f"Model: {inputs['model']}. Every certified number holds for this model only.")
     if any(r.accountant == "pb" for r in results):
         lines.append("ε is a certified upper bound (rounded up); the lower bound is certified too "
                      "(rounded down): the true ε lies between them.")

@@ -135,6 +135,8 @@ def _inputs_line(report: Report) -> str:
         if value is None or isinstance(value, (list, dict)):
             continue
         label = report.input_labels.get(key, key)
+        if label is None:  # shown elsewhere (e.g. the model, in the footer)
+            continue
         if isinstance(value, float):
             value = f"{value:.6g}"
         parts.append(f"{label} = {value}")
@@ -143,18 +145,19 @@ def _inputs_line(report: Report) -> str:
 
 def print_table(report: Report, console=None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
-    table = Table(title=report.title, caption=_inputs_line(report), caption_justify="left",
-                  show_lines=False)
+    table = Table(title=escape(report.title), caption=escape(_inputs_line(report)),
+                  caption_justify="left", show_lines=False)
     for column in report.columns:
-        table.add_column(column.header, justify=column.justify, overflow="fold")
+        table.add_column(escape(column.header), justify=column.justify, overflow="fold")
     for result in report.results:
-        table.add_row(*(column.show(result.get(column.key)) for column in report.columns))
+        table.add_row(*(escape(column.show(result.get(column.key))) for column in report.columns))
     console.print(table)
     for note in report.footnotes:
-        console.print(f"[dim]{note}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(note)}[/dim]", highlight=False)
 
 
 def emit(report: Report, output_format: OutputFormat) -> None:

@@ -1,14 +1,21 @@
-"""Turn the sampling/steps/noise flags (or repeated --phase specs) into a Schedule."""
+"""Turn the sampling/steps/noise flags (or repeated --phase specs) into a Schedule: the one
+run description every command reads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcalc.accounting.samplers import (FIXED, POISSON, model_label, parse_adjacency,
+                                        parse_sampling)
 from dpcalc.accounting.schedule import Phase, Schedule
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_noise_multiplier, resolve_sampling_rate,
                            resolve_steps)
 
-PHASE_KEYS = ("q", "batch-size", "dataset-size", "sigma", "steps", "epochs")
+PHASE_KEYS = ("q", "batch-size", "dataset-size", "sigma", "steps", "epochs", "sampling")
+PHASE_FORM = ("'key=value,…' with keys q or batch-size[,dataset-size], sigma, steps or epochs, "
+              "and optionally sampling, e.g. 'q=0.01,sigma=4,steps=5000'")
+# Calibration (dpcalc sigma) finds σ itself: phases then omit it.
+PLACEHOLDER_SIGMA = 1.0
 
 
 @dataclass
@@ -20,52 +27,104 @@ class ScheduleInputs:
     dataset_size: int | None
 
 
-def _phase_from_spec(spec: str, dataset_size: int | None) -> tuple[Phase, dict]:
-    """'q=0.01,sigma=4,steps=5000' (or batch-size=…,dataset-size=…, epochs=…) → Phase."""
+def _phase_fields(spec: str) -> dict[str, str]:
     fields: dict[str, str] = {}
-    for item in spec.split(","):
-        if not item.strip():
-            continue
+    items = [item for item in str(spec).split(",") if item.strip()]
+    if not items:
+        raise DpcalcError(f"--phase takes {PHASE_FORM}; got {spec!r}")
+    for item in items:
         key, sep, value = item.partition("=")
         key = key.strip().replace("_", "-")
-        if not sep or key not in PHASE_KEYS:
-            raise DpcalcError(f"--phase takes key=value pairs with keys {', '.join(PHASE_KEYS)}; "
-                              f"got {spec!r}")
+        if not sep or key not in PHASE_KEYS or not value.strip():
+            raise DpcalcError(f"--phase takes {PHASE_FORM}; got {spec!r}")
         if key in fields:
             raise DpcalcError(f"--phase gives {key} twice; got {spec!r}")
         fields[key] = value.strip()
-    batch = fields.get("batch-size")
-    dataset = fields.get("dataset-size", dataset_size if batch is not None else None)
-    sampling_rate = resolve_sampling_rate(fields.get("q"), batch, dataset)
-    if "sigma" not in fields:
-        raise DpcalcError(f"--phase needs sigma=…; got {spec!r}")
-    sigma = check_noise_multiplier(fields["sigma"], "--phase sigma")
-    steps = resolve_steps(fields.get("steps"), fields.get("epochs"), sampling_rate,
-                          None if batch is None else int(float(batch)),
-                          None if dataset is None else int(float(dataset)))
-    phase = Phase(sampling_rate, sigma, steps)
-    return phase, {"q": sampling_rate, "sigma": sigma, "steps": steps}
+    return fields
 
 
-def build_schedule(q, batch_size, dataset_size, sigma, steps, epochs,
-                   phases: list[str] | None) -> ScheduleInputs:
-    """Validate the flags of one run (or of its phases) into a Schedule."""
+def _phase_from_spec(spec: str, dataset_size: int | None, default_sampling: str,
+                     adjacency: str, with_sigma: bool) -> tuple[Phase, dict]:
+    """'q=0.01,sigma=4,steps=5000' (or batch-size=…,dataset-size=…, epochs=…) → Phase."""
+    fields = _phase_fields(spec)
+    if "q" not in fields and "batch-size" not in fields:
+        raise DpcalcError(f"--phase needs q=… or batch-size=…; got {spec!r} ({PHASE_FORM})")
+    batch_text = fields.get("batch-size")
+    dataset_text = fields.get("dataset-size", dataset_size if batch_text is not None else None)
+    if batch_text is not None and dataset_text is None:
+        raise DpcalcError(f"--phase with batch-size needs dataset-size=… (or --dataset-size); "
+                          f"got {spec!r}")
+    sampling_rate = resolve_sampling_rate(fields.get("q"), batch_text, dataset_text,
+                                          flags=("--phase q", "--phase batch-size",
+                                                 "--phase dataset-size"))
+    batch = None if batch_text is None else check_count(batch_text, "--phase batch-size")
+    dataset = None if batch_text is None else check_count(dataset_text, "--phase dataset-size")
+    sampling = parse_sampling(fields.get("sampling", default_sampling), "--phase sampling")
+    if with_sigma:
+        if "sigma" not in fields:
+            raise DpcalcError(f"--phase needs sigma=…; got {spec!r} ({PHASE_FORM})")
+        sigma = check_noise_multiplier(fields["sigma"], "--phase sigma")
+    else:
+        if "sigma" in fields:
+            raise DpcalcError(f"--phase must not give sigma here: it is what `dpcalc sigma` "
+                              f"calibrates (one σ for every phase); got {spec!r}")
+        sigma = PLACEHOLDER_SIGMA
+    steps = resolve_steps(fields.get("steps"), fields.get("epochs"), sampling_rate, batch, dataset,
+                          steps_flag="--phase steps", epochs_flag="--phase epochs")
+    phase = Phase(sampling_rate, sigma, steps, sampling, adjacency, batch, dataset)
+    echo = {"q": sampling_rate, "batch_size": batch, "dataset_size": dataset,
+            "sigma": sigma if with_sigma else None, "steps": steps, "sampling": sampling}
+    return phase, echo
+
+
+def model_inputs(schedule: Schedule) -> dict:
+    """The model echoed in every output: sampling (one name, or a list per phase) and
+    adjacency, with the words for both."""
+    samplings = [phase.sampling for phase in schedule.phases]
+    sampling = samplings[0] if len(set(samplings)) == 1 else samplings
+    return {"sampling": sampling, "adjacency": schedule.adjacency,
+            "model": "; ".join(dict.fromkeys(phase.model for phase in schedule.phases))}
+
+
+def build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phases: list[str] | None,
+                   sampling: str = POISSON, adjacency: str = "add-remove",
+                   with_sigma: bool = True) -> ScheduleInputs:
+    """Validate the flags of one run (or of its phases) into a Schedule. ``with_sigma``
+    False (calibration): no σ is given; the schedule carries a placeholder σ."""
+    sampling = parse_sampling(sampling)
+    adjacency = parse_adjacency(adjacency)
     if phases:
         if any(value is not None for value in (q, batch_size, sigma, steps, epochs)):
             raise DpcalcError("give either --phase (repeatable) or --q/--batch-size/--sigma/"
                               "--steps/--epochs, not both")
         dataset = None if dataset_size is None else check_count(dataset_size, "--dataset-size")
-        parsed = [_phase_from_spec(spec, dataset) for spec in phases]
+        parsed = [_phase_from_spec(spec, dataset, sampling, adjacency, with_sigma) for spec in phases]
         schedule = Schedule(tuple(phase for phase, _ in parsed))
-        inputs = {"phases": [echo for _, echo in parsed], "steps": schedule.total_steps}
+        inputs = {"phases": [echo for _, echo in parsed], "steps": schedule.total_steps,
+                  **model_inputs(schedule)}
         return ScheduleInputs(schedule, inputs, dataset)
     sampling_rate = resolve_sampling_rate(q, batch_size, dataset_size)
     batch = None if batch_size is None else check_count(batch_size, "--batch-size")
     dataset = None if dataset_size is None else check_count(dataset_size, "--dataset-size")
-    if sigma is None:
-        raise DpcalcError("give --sigma (noise multiplier, > 0)")
-    noise = check_noise_multiplier(sigma)
+    if with_sigma:
+        if sigma is None:
+            raise DpcalcError("give --sigma (noise multiplier, > 0)")
+        noise = check_noise_multiplier(sigma)
+    else:
+        noise = PLACEHOLDER_SIGMA
     step_count = resolve_steps(steps, epochs, sampling_rate, batch, dataset)
+    phase = Phase(sampling_rate, noise, step_count, sampling, adjacency, batch, dataset)
+    schedule = Schedule((phase,))
     inputs = {"q": sampling_rate, "batch_size": batch, "dataset_size": dataset,
-              "sigma": noise, "steps": step_count}
-    return ScheduleInputs(Schedule.single(sampling_rate, noise, step_count), inputs, dataset)
+              "sigma": noise if with_sigma else None, "steps": step_count,
+              **model_inputs(schedule)}
+    return ScheduleInputs(schedule, inputs, dataset)
+
+
+def model_footnote(inputs: dict) -> str:
+    """The footer line that names the model every number holds for."""
+    return f"Model: {inputs['model']}. Every certified number holds for this model only."
+
+
+__all__ = ["ScheduleInputs", "build_schedule", "model_footnote", "model_inputs", "PHASE_KEYS",
+           "FIXED", "model_label"]

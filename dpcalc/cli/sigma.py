@@ -20,9 +20,9 @@ from dpcalc.cli import options as opt
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                show_upper)
+from dpcalc.cli.schedule_options import build_schedule, model_footnote
 from dpcalc.errors import DpcalcError
-from dpcalc.params import (check_count, check_delta, check_positive, check_range,
-                           resolve_sampling_rate, resolve_steps)
+from dpcalc.params import check_delta, check_positive, check_range
 
 DEFAULT_PRECISION = "1e-4"
 
@@ -35,7 +35,7 @@ SENSITIVITY = typer.Option(None, "--sensitivity", metavar="FLOAT",
                            help="Gaussian mechanism only (no --q/--steps): L2 sensitivity Δ > 0, "
                                 "default 1. σ is then the noise standard deviation.")
 
-_DPSGD_FLAGS = ("--q", "--batch-size", "--dataset-size", "--steps", "--epochs")
+_DPSGD_FLAGS = ("--q", "--batch-size", "--dataset-size", "--steps", "--epochs", "--phase")
 _UNSAFE = "UNSAFE"
 
 
@@ -74,15 +74,15 @@ def _failed_record(name: str, target: float, error: Exception) -> dict:
             "notes": [str(error)]}
 
 
-def _calibrate_all(names: list[str], target: float, delta: float, sampling_rate: float,
-                   steps: int, precision: float, tolerance: float) -> list[dict]:
+def _calibrate_all(names: list[str], target: float, delta: float, schedule,
+                   precision: float, tolerance: float) -> list[dict]:
     """One record per accountant. A single accountant's failure is the command's error
     (exit 2); with several, a failing one is reported in its row unless all fail."""
     records, errors = [], []
     for name in names:
         options = {"tolerance": tolerance} if name == "pb" else {}
         try:
-            calibration = dpsgd_sigma(name, target, delta, sampling_rate, steps,
+            calibration = dpsgd_sigma(name, target, delta, schedule=schedule,
                                       precision=precision, **options)
         except (DpcalcError, ArithmeticError) as error:
             if len(names) == 1:
@@ -106,7 +106,8 @@ def _dpsgd_report(records: list[dict], inputs: dict, digits: int) -> Report:
                justify="left"),
         Column("evals", "evaluations", lambda value: "" if value is None else str(value)),
     ]
-    footnotes = ["σ is rounded up (a larger σ is the safe side); ε is the accountant's value at "
+    footnotes = [model_footnote(inputs),
+                 "σ is rounded up (a larger σ is the safe side); ε is the accountant's value at "
                  "that σ, ≤ the target (pb: certified upper bound, with its certified lower "
                  "bound); evals = ε evaluations."]
     if any(not record["certified"] for record in records):
@@ -186,6 +187,9 @@ def sigma_command(
     dataset_size: Optional[str] = opt.DATASET_SIZE,
     steps: Optional[str] = opt.STEPS,
     epochs: Optional[str] = opt.EPOCHS,
+    phase: Optional[List[str]] = opt.PHASE_NO_SIGMA,
+    sampling: str = opt.SAMPLING,
+    adjacency: str = opt.ADJACENCY,
     accountant: Optional[List[str]] = opt.ACCOUNTANT,
     precision: str = PRECISION,
     tolerance: str = opt.TOLERANCE,
@@ -194,16 +198,18 @@ def sigma_command(
 ) -> None:
     """Smallest noise multiplier σ whose ε at δ meets a target ε (safe side).
 
-    With --q (or --batch-size/--dataset-size) and --steps (or --epochs): DP-SGD, per
-    accountant (default pb). Without them: one Gaussian mechanism, analytic and classic
-    σ side by side (the classic formula is flagged where ε ≥ 1).
+    With --q (or --batch-size/--dataset-size) and --steps (or --epochs), or --phase: DP-SGD
+    under --sampling/--adjacency, per accountant (default pb), one σ for every phase.
+    Without them: one Gaussian mechanism, analytic and classic σ side by side (the classic
+    formula is flagged where ε ≥ 1).
     """
     if epsilon is None:
         raise DpcalcError("give --epsilon (the target ε, > 0)")
     target = check_positive(epsilon, "--epsilon", what="target ε")
     target_delta = check_delta(delta)
     relative_precision = check_range(precision, "--precision", 0.0, 0.1, high_open=False)
-    dpsgd_mode = any(value is not None for value in (q, batch_size, dataset_size, steps, epochs))
+    dpsgd_mode = any(value is not None for value in (q, batch_size, dataset_size, steps, epochs)) \
+        or bool(phase)
     if not dpsgd_mode:
         if accountant:
             raise DpcalcError("--accountant applies to DP-SGD calibration: give --q (or "
@@ -217,17 +223,15 @@ def sigma_command(
     if sensitivity is not None:
         raise DpcalcError("--sensitivity applies to the Gaussian mechanism only (without "
                           f"{'/'.join(_DPSGD_FLAGS)}); DP-SGD's σ is relative to the clipping norm")
-    sampling_rate = resolve_sampling_rate(q, batch_size, dataset_size)
-    batch = None if batch_size is None else check_count(batch_size, "--batch-size")
-    dataset = None if dataset_size is None else check_count(dataset_size, "--dataset-size")
-    step_count = resolve_steps(steps, epochs, sampling_rate, batch, dataset)
+    run = build_schedule(q, batch_size, dataset_size, None, steps, epochs, phase, sampling,
+                         adjacency, with_sigma=False)
     names = resolve_names(accountant)
-    opt.warn_large_delta(target_delta, dataset)
-    records = _calibrate_all(names, target, target_delta, sampling_rate, step_count,
-                             relative_precision, check_positive(tolerance, "--tolerance"))
-    inputs = {"epsilon": target, "delta": target_delta, "q": sampling_rate, "batch_size": batch,
-              "dataset_size": dataset, "steps": step_count, "precision": relative_precision,
-              "accountants": names}
+    opt.warn_large_delta(target_delta, run.dataset_size)
+    records = _calibrate_all(names, target, target_delta, run.schedule, relative_precision,
+                             check_positive(tolerance, "--tolerance"))
+    inputs = {"epsilon": target, "delta": target_delta,
+              **{key: value for key, value in run.inputs.items() if key != "sigma"},
+              "precision": relative_precision, "accountants": names}
     emit(_dpsgd_report(records, inputs, _sigma_digits(relative_precision)), output_format)
 
 

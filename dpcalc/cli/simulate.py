@@ -6,14 +6,16 @@ commands do not pay for them at start-up.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
+from dpcalc.accounting.samplers import model_label
 from dpcalc.cli import options as opt
 from dpcalc.cli.render import OutputFormat, warn
+from dpcalc.cli.simulate_model import DataChoice, EpochRow, SimulationOutcome, SimulationRequest
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_delta, check_open_interval, check_positive,
                            check_range)
@@ -30,7 +32,7 @@ PB_TOLERANCE = 0.01  # the `dpcalc epsilon` default, so both commands report the
 # only ACCOUNTED_EPOCHS evenly spaced ones plus the last.
 MAX_EPOCHS_ALL_ACCOUNTED = 50
 ACCOUNTED_EPOCHS = 20
-SHUFFLE_WARNING = ("--sampling shuffle runs fixed batches, but the accounting assumes Poisson "
+SHUFFLE_WARNING = ("--sampling shuffle runs shuffled epochs, but the accounting assumes Poisson "
                    "sampling at q = B/N: the reported ε is not certified for this run")
 
 
@@ -39,6 +41,7 @@ class Sampling(str, Enum):
     """dpcalc.dpsgd.train.SAMPLING_MODES (kept here so start-up does not import NumPy)."""
 
     poisson = "poisson"
+    fixed = "fixed"
     shuffle = "shuffle"
 
 
@@ -68,8 +71,9 @@ HIDDEN = typer.Option("0", "--hidden", metavar="INT",
 ACTIVATION = typer.Option(Activation.tanh, "--activation", case_sensitive=False,
                           help="MLP activation.")
 SAMPLING = typer.Option(Sampling.poisson, "--sampling", case_sensitive=False,
-                        help="Batches: Poisson at rate q (what the accounting assumes) or "
-                             "fixed batches of shuffled epochs (prints a warning).")
+                        help="Batches: poisson (rate q = B/N), fixed (B of N without replacement "
+                             "each step), both accounted for what they are; or shuffle (shuffled "
+                             "epochs; prints a warning: accounted as Poisson, not certified).")
 DATA = typer.Option(None, "--data", metavar="FILE",
                     help="A .csv (header, numeric features, a label column) or .npz (arrays X, y) "
                          "file. Default: a seeded synthetic task.")
@@ -96,47 +100,29 @@ FORMAT = typer.Option(OutputFormat.table, "--format", "-f", case_sensitive=False
                       help="Output: table, json, or plain (the final ε only).")
 
 
-# ---------------------------------------------------------------- what a run produced
-@dataclass
-class EpochRow:
-    """One epoch: the engine's monitoring values and ε for the steps run so far."""
-
-    record: "EpochRecord"
-    epsilon: "EpsilonResult | None" = None       # pb; None when this epoch was not accounted
-    epsilon_rdp: "EpsilonResult | None" = None
-
-
-@dataclass
-class SimulationOutcome:
-    """Everything the renderers need; computed once, shown as table or JSON."""
-
-    inputs: dict
-    rows: list[EpochRow]
-    steps: int
-    baseline: "EpochRecord | None" = None
-    group: "EpsilonResult | None" = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def final(self) -> EpochRow:
-        return self.rows[-1]
-
-
 # ---------------------------------------------------------------- accounting
+def accounting_model(sampling: str, adjacency: str) -> tuple[str, str]:
+    """The (sampler, adjacency) the run is accounted under: its own, except shuffled
+    epochs, which are accounted as Poisson and flagged as not certified (SHUFFLE_WARNING)."""
+    return ("poisson" if sampling == "shuffle" else sampling), adjacency
+
+
 def epsilon_for_steps(names: tuple[str, ...], sampling_rate: float, noise_multiplier: float,
-                      steps: int, delta: float) -> list["EpsilonResult"]:
-    """ε from each named accountant for ``steps`` Poisson-sampled Gaussian steps."""
+                      steps: int, delta: float,
+                      model: tuple[str, str] = ("poisson", "add-remove")) -> list["EpsilonResult"]:
+    """ε from each named accountant for ``steps`` Gaussian steps under ``model``."""
     from dpcalc.accounting.evaluate import epsilon_results
     from dpcalc.accounting.schedule import Schedule
 
-    schedule = Schedule.single(sampling_rate, noise_multiplier, steps)
+    schedule = Schedule.single(sampling_rate, noise_multiplier, steps, *model)
     return epsilon_results(list(names), schedule, delta, tolerance=PB_TOLERANCE)
 
 
 def certified_epsilon(sampling_rate: float, noise_multiplier: float, steps: int,
-                      delta: float) -> float:
+                      delta: float, model: tuple[str, str] = ("poisson", "add-remove")) -> float:
     """The pb certified upper bound; ∞ if pb cannot answer (safe for calibration)."""
-    value = epsilon_for_steps(("pb",), sampling_rate, noise_multiplier, steps, delta)[0].epsilon
+    value = epsilon_for_steps(("pb",), sampling_rate, noise_multiplier, steps, delta,
+                              model)[0].epsilon
     return math.inf if value is None else value
 
 
@@ -158,6 +144,7 @@ class LiveAccountant:
     delta: float
     total_steps: int
     accounted: set[int] | None
+    model: tuple[str, str] = ("poisson", "add-remove")
 
     def row(self, record: "EpochRecord") -> EpochRow:
         wanted = (self.accounted is None or record.epoch in self.accounted
@@ -165,66 +152,40 @@ class LiveAccountant:
         if not wanted:
             return EpochRow(record)
         pb, rdp = epsilon_for_steps(LIVE_ACCOUNTANTS, self.sampling_rate,
-                                    self.noise_multiplier, record.steps_done, self.delta)
+                                    self.noise_multiplier, record.steps_done, self.delta,
+                                    self.model)
         return EpochRow(record, pb, rdp)
 
 
 def calibrate_sigma(target_epsilon: float, sampling_rate: float, steps: int,
-                    delta: float) -> tuple[float, float, int]:
+                    delta: float, model: tuple[str, str] = ("poisson", "add-remove")
+                    ) -> tuple[float, float, int]:
     """(σ, its certified ε, evaluations): the smallest σ with pb ε ≤ target over ``steps``."""
     from dpcalc.accounting.calibrate import calibrate_noise_multiplier
 
     result = calibrate_noise_multiplier(
-        lambda sigma: certified_epsilon(sampling_rate, sigma, steps, delta), target_epsilon,
+        lambda sigma: certified_epsilon(sampling_rate, sigma, steps, delta, model), target_epsilon,
         target_flag="--target-epsilon")
     return result.sigma, result.epsilon, result.evaluations
 
 
 def group_setting(group_size: int, batch_size: int, n_train: int, noise_multiplier: float,
-                  steps: int):
-    """The k-record worst case under Poisson sampling at q = B/N_train (validates --k)."""
-    from dpcalc.accounting.group import POISSON, GroupSetting
+                  steps: int, model: tuple[str, str] = ("poisson", "add-remove")):
+    """The k-record worst case under the run's model at q = B/N_train (validates --k)."""
+    from dpcalc.accounting.group import GroupSetting
 
-    return GroupSetting(group_size, batch_size, n_train, noise_multiplier, steps,
-                        sampling=POISSON)
+    return GroupSetting(group_size, batch_size, n_train, noise_multiplier, steps, *model)
 
 
 def group_epsilon(setting, delta: float) -> "EpsilonResult":
-    """pb's certified ε protecting any k records together: the pair N(0, σ²) vs
-    Σ_j Binomial(k, q)_j N(j, σ²) composed over the steps (dpcalc.accounting.group)."""
+    """pb's certified ε protecting any k records together under the run's model
+    (dpcalc.accounting.group), composed over the steps run."""
     from dpcalc.accounting.group import pb_epsilon
 
     return pb_epsilon(setting, delta, tolerance=PB_TOLERANCE)
 
 
 # ---------------------------------------------------------------- input handling
-@dataclass
-class DataChoice:
-    """Where the examples come from, already validated."""
-
-    path: str | None
-    label: str | None
-    samples: int | None
-    features: int | None
-    classes: int | None
-
-
-@dataclass(frozen=True)
-class SimulationRequest:
-    """What to simulate: validated options; ``training`` is TrainingConfig's option text
-    (validated there under the same flag names)."""
-
-    data: DataChoice
-    test_fraction: float
-    seed: int
-    with_baseline: bool
-    group_size: int | None
-    delta: float
-    noise_multiplier: float | None  # None: the default σ, or calibrated from target_epsilon
-    target_epsilon: float | None
-    training: dict
-
-
 def data_choice_from_options(data, label, samples, features, classes) -> DataChoice:
     """--data/--label, or the synthetic task's --samples/--features/--classes (not both)."""
     synthetic = {"--samples": samples, "--features": features, "--classes": classes}
@@ -287,6 +248,7 @@ def simulate_command(
     hidden: str = HIDDEN,
     activation: Activation = ACTIVATION,
     sampling: Sampling = SAMPLING,
+    adjacency: str = opt.ADJACENCY,
     data: Optional[str] = DATA,
     label: Optional[str] = LABEL,
     samples: Optional[str] = SAMPLES,
@@ -300,13 +262,16 @@ def simulate_command(
 ) -> None:
     """Train a model with DP-SGD (NumPy) and watch ε grow while it learns.
 
-    Poisson sampling at q = B/N_train, per-example clipping to C, Gaussian noise of
-    std σC. After every epoch ε is computed for the steps run so far (pb: certified
-    upper and lower bound; rdp beside it). --baseline trains the same model without
-    clipping or noise to show what privacy costs in accuracy.
+    Batches drawn by --sampling (Poisson at q = B/N_train by default), per-example
+    clipping to C, Gaussian noise of std σC. After every epoch ε is computed for the steps
+    run so far under the sampler actually used and --adjacency (pb: certified upper and
+    lower bound; rdp beside it). --baseline trains the same model without clipping or
+    noise to show what privacy costs in accuracy.
     """
+    from dpcalc.accounting.samplers import parse_adjacency
     from dpcalc.cli.simulate_output import emit_simulation
 
+    relation = parse_adjacency(adjacency)
     noise, target = _noise_choice(sigma, target_epsilon)
     target_delta = check_delta(delta)
     group = None
@@ -324,7 +289,8 @@ def simulate_command(
         training=dict(batch_size=batch_size, epochs=epochs, clip_norm=clip_norm,
                       learning_rate=learning_rate, momentum=momentum,
                       hidden_units=hidden_units, activation=Activation(activation).value,
-                      sampling=Sampling(sampling).value))
+                      sampling=Sampling(sampling).value),
+        adjacency=relation)
     emit_simulation(run_simulation(request), output_format)
 
 
@@ -353,6 +319,7 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     n_train = train.n_samples
     total_steps = planned_steps(config, n_train)
     sampling_rate = config.batch_size / n_train
+    model = accounting_model(config.sampling, request.adjacency)
     notes = []
     if config.sampling == "shuffle":
         warn(SHUFFLE_WARNING)
@@ -360,11 +327,11 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     opt.warn_large_delta(delta, n_train)
     if group_size is not None:  # a bad --k fails before training, not after
         group_setting(group_size, config.batch_size, n_train, config.noise_multiplier,
-                      total_steps)
+                      total_steps, model)
     calibration = None
     if request.target_epsilon is not None:
         sigma, calibrated_epsilon, evaluations = calibrate_sigma(
-            request.target_epsilon, sampling_rate, total_steps, delta)
+            request.target_epsilon, sampling_rate, total_steps, delta, model)
         config = replace(config, noise_multiplier=sigma)
         calibration = {"target_epsilon": request.target_epsilon, "epsilon": calibrated_epsilon,
                        "evaluations": evaluations}
@@ -374,9 +341,10 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
         notes.append(f"ε computed at {len(accounted | {expected_epochs})} of {expected_epochs} "
                      f"epochs (evenly spaced, and the last) to keep accounting cheap; the others "
                      f"show no ε")
-    live = LiveAccountant(sampling_rate, config.noise_multiplier, delta, total_steps, accounted)
+    live = LiveAccountant(sampling_rate, config.noise_multiplier, delta, total_steps, accounted,
+                          model)
     inputs = _inputs(config, train, test, source, request, sampling_rate, total_steps,
-                     calibration)
+                     calibration, model)
     rows: list[EpochRow] = []
     baseline_record = None
     with open_progress(enabled=show_progress, console=console) as progress:
@@ -393,14 +361,14 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     group = None
     if group_size is not None:
         group = group_epsilon(group_setting(group_size, config.batch_size, n_train,
-                                            config.noise_multiplier, rows[-1].record.steps_done),
-                              delta)
+                                            config.noise_multiplier, rows[-1].record.steps_done,
+                                            model), delta)
     return SimulationOutcome(inputs, rows, total_steps, baseline_record, group, notes)
 
 
 def _inputs(config: "TrainingConfig", train: "Split", test: "Split", source: str,
             request: SimulationRequest, sampling_rate: float, total_steps: int,
-            calibration: dict | None) -> dict:
+            calibration: dict | None, model: tuple[str, str]) -> dict:
     """The echoed inputs: stable keys for JSON, labelled in the table caption."""
     if calibration is not None:
         sigma_source = "calibrated"
@@ -417,6 +385,9 @@ def _inputs(config: "TrainingConfig", train: "Split", test: "Split", source: str
         "hidden": config.hidden_units,
         "activation": config.activation if config.hidden_units else None,
         "sampling": config.sampling,
+        "adjacency": request.adjacency,
+        "accounted_sampling": model[0],
+        "privacy_model": model_label(*model),
         "batch_size": config.batch_size,
         "q": sampling_rate,
         "epochs": config.epochs,

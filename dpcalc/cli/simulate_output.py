@@ -15,7 +15,7 @@ from dpcalc.cli.render import (Column, OutputFormat, Report, json_text, plain_up
 
 if TYPE_CHECKING:
     from dpcalc.accounting.result import EpsilonResult
-    from dpcalc.cli.simulate import EpochRow, SimulationOutcome
+    from dpcalc.cli.simulate_model import EpochRow, SimulationOutcome
     from dpcalc.dpsgd import EpochRecord, StepRecord
 
 NOT_ACCOUNTED = "—"
@@ -127,8 +127,8 @@ EPOCH_COLUMNS = [
     Column("ε (rdp)", "epsilon_rdp", _upper_or_dash),
 ]
 
-CAPTION_KEYS = ("data", "n_train", "n_test", "n_features", "n_classes", "model", "hidden",
-                "sampling", "batch_size", "q", "sigma", "clip_norm", "learning_rate",
+CAPTION_KEYS = ("data", "n_train", "n_test", "n_features", "n_classes", "hidden",
+                "sampling", "adjacency", "batch_size", "q", "sigma", "clip_norm", "learning_rate",
                 "momentum", "epochs", "steps", "delta", "seed")
 CAPTION_LABELS = {"n_train": "N_train", "n_test": "N_test", "n_features": "features",
                   "n_classes": "classes", "batch_size": "B", "sigma": "σ", "clip_norm": "C",
@@ -142,8 +142,9 @@ FOOTNOTES = [
 ]
 
 
-GROUP_NOTE = ("group privacy: the worst case for k records, N(0, σ²) vs Σ_j P[J = j] N(j, σ²) "
-              "with J ~ Binomial(k, q) of them in a Poisson batch, composed over the steps run")
+GROUP_NOTE = ("group privacy: the worst case for any k records under the run's model (Poisson: "
+              "N(0, σ²) vs Σ_j Binomial(k, q)_j N(j, σ²); fixed-size: shifts 2j), composed over "
+              "the steps run")
 
 
 def _caption_inputs(inputs: dict) -> dict:
@@ -196,10 +197,12 @@ def print_simulation(outcome: "SimulationOutcome", console=None) -> None:
     from rich.table import Table
 
     console = console or Console()
+    footnotes = [f"Privacy model: {outcome.inputs['privacy_model']}. The ε columns hold for this "
+                 "model only.", *FOOTNOTES]
     report = Report(command="simulate", title="DP-SGD simulation: ε grows as the model learns",
                     inputs=_caption_inputs(outcome.inputs),
                     results=[epoch_record(row) for row in outcome.rows],
-                    columns=EPOCH_COLUMNS, plain_columns=[], footnotes=FOOTNOTES,
+                    columns=EPOCH_COLUMNS, plain_columns=[], footnotes=footnotes,
                     input_labels=CAPTION_LABELS)
     print_table(report, console)
     summary = Table(title="Summary", show_header=False, title_justify="left")

@@ -21,7 +21,7 @@ from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_noise_multiplier, check_positive,
                            resolve_steps)
 
-SAMPLING_MODES = ("poisson", "shuffle")
+SAMPLING_MODES = ("poisson", "fixed", "shuffle")
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class TrainingConfig:
     momentum: float = 0.0
     hidden_units: int = 0           # 0 = logistic regression, > 0 = one-hidden-layer MLP
     activation: str = "tanh"        # MLP only: "tanh" or "relu"
-    sampling: str = "poisson"       # or "shuffle" (accounting still assumes Poisson)
+    sampling: str = "poisson"       # or "fixed" (B of N each step) or "shuffle" (epochs)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -151,6 +151,11 @@ def sample_poisson_batch(n_examples: int, sampling_rate: float,
     return np.flatnonzero(rng.random(n_examples) < sampling_rate)
 
 
+def sample_fixed_batch(n_examples: int, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Indices of B examples drawn uniformly without replacement (independent each step)."""
+    return np.sort(rng.choice(n_examples, size=batch_size, replace=False))
+
+
 def shuffled_epoch_batches(n_examples: int, batch_size: int,
                            rng: np.random.Generator) -> list[np.ndarray]:
     """One shuffled epoch cut into ceil(N/B) batches; the last holds N mod B if nonzero."""
@@ -159,7 +164,7 @@ def shuffled_epoch_batches(n_examples: int, batch_size: int,
 
 
 def steps_per_epoch(config: TrainingConfig, n_train: int) -> float:
-    """N/B for Poisson sampling; ceil(N/B) fixed batches for a shuffled epoch."""
+    """N/B for Poisson and fixed-size sampling; ceil(N/B) batches for a shuffled epoch."""
     if config.sampling == "shuffle":
         return float(math.ceil(n_train / config.batch_size))
     return n_train / config.batch_size
@@ -209,6 +214,10 @@ def _batch_stream(config: TrainingConfig, n_train: int, total_steps: int,
         sampling_rate = config.batch_size / n_train
         for _ in range(total_steps):
             yield sample_poisson_batch(n_train, sampling_rate, rng)
+        return
+    if config.sampling == "fixed":
+        for _ in range(total_steps):
+            yield sample_fixed_batch(n_train, config.batch_size, rng)
         return
     produced = 0
     while produced < total_steps:

@@ -1,0 +1,78 @@
+"""Certified upper privacy profiles ε(δ) of one pair composed T times, for many T or δ.
+
+One discretisation per direction (connect-the-dots, pld.py) on the grid the pb engine
+picks for the largest T, composed once per T; each composed PLD then answers ε(δ) for
+any δ down to the smallest δ it was sized for. At small δ a plain FFT composition is
+swamped by its own float error (fft_error.py), so a profile may also hold compositions
+tilted towards larger ε (pld.compose_tilted, valid from ε = 0): each is a certified upper
+bound, tight near its target, and a query takes the smallest of them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from dpcalc.accounting.buckets import (TAIL_FRACTION, GridTooLarge, compose_fitting,
+                                       initial_grid_step, tail_half_width)
+from dpcalc.accounting.pld import UPPER, ComposedPld, compose, compose_tilted, saddle_tilt
+
+# Tilted compositions per direction, at targets spread between the profile's ε at the
+# largest and at the smallest δ it serves.
+_TILTS = 2
+
+
+@dataclass
+class UpperProfile:
+    """A certified upper privacy profile ε(δ) of one pair composed ``steps`` times: per
+    direction, a plain composition and possibly tilted ones, queried at any δ."""
+
+    steps: int
+    composed: dict[str, list[ComposedPld]] = field(default_factory=dict)
+
+    def epsilon(self, delta: float) -> float:
+        return max(min(pld.epsilon(delta, UPPER) for pld in plds)
+                   for plds in self.composed.values())
+
+
+def _tilted(single, steps: int, tail_mass: float, low: float, high: float) -> list[ComposedPld]:
+    """Compositions tilted towards targets between ``low`` and ``high`` (valid from 0)."""
+    if not (math.isfinite(high) and high > low > 0.0):
+        return []
+    out = []
+    for target in np.geomspace(low, high, _TILTS + 1)[1:]:
+        theta = saddle_tilt([(single, steps)], float(target))
+        if theta <= 0.0:
+            continue
+        try:
+            out.append(compose_tilted([(single, steps)], theta, tail_mass, 0.0))
+        except GridTooLarge:
+            break
+    return out
+
+
+def upper_profiles(pair, steps_list: Sequence[int], smallest_delta: float,
+                   largest_delta: float | None = None) -> list[UpperProfile]:
+    """Certified upper profiles of ``pair`` for each T in ``steps_list``, valid down to
+    ``smallest_delta``; tilted compositions keep them tight between ``largest_delta`` and
+    ``smallest_delta`` when given."""
+    largest = max(steps_list)
+    half_width = tail_half_width(largest, smallest_delta)
+    tail_mass = TAIL_FRACTION * smallest_delta
+    step = initial_grid_step([(pair, largest)], None, half_width)
+    profiles = [UpperProfile(steps) for steps in steps_list]
+    for direction in pair.directions:
+        _, plds, _ = compose_fitting([(pair, largest)], direction, step, UPPER, half_width, tail_mass)
+        single = plds[0][0]
+        for profile in profiles:
+            plain = compose([(single, profile.steps)], tail_mass)
+            profile.composed[direction] = [plain]
+            # float error can add at most Σ noise to δ: below ~1e3 times that, tilt
+            noisy = 1e3 * float(np.sum(np.broadcast_to(plain.noise_floor, plain.pmf.shape)))
+            if largest_delta is not None and noisy > smallest_delta:
+                low = plain.epsilon(min(largest_delta, noisy), UPPER)
+                high = plain.epsilon(smallest_delta, UPPER)
+                profile.composed[direction] += _tilted(single, profile.steps, tail_mass, low, high)
+    return profiles

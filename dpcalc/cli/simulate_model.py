@@ -1,0 +1,66 @@
+"""What `dpcalc simulate` was asked and what a run produced: plain data, shared by the
+command (simulate.py) and its output (simulate_output.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpcalc.accounting.result import EpsilonResult
+    from dpcalc.dpsgd import EpochRecord
+
+
+@dataclass
+class DataChoice:
+    """Where the examples come from, already validated."""
+
+    path: str | None
+    label: str | None
+    samples: int | None
+    features: int | None
+    classes: int | None
+
+
+@dataclass(frozen=True)
+class SimulationRequest:
+    """What to simulate: validated options; ``training`` is TrainingConfig's option text
+    (validated there under the same flag names)."""
+
+    data: DataChoice
+    test_fraction: float
+    seed: int
+    with_baseline: bool
+    group_size: int | None
+    delta: float
+    noise_multiplier: float | None  # None: the default σ, or calibrated from target_epsilon
+    target_epsilon: float | None
+    training: dict
+    adjacency: str = "add-remove"
+
+
+
+@dataclass
+class EpochRow:
+    """One epoch: the engine's monitoring values and ε for the steps run so far."""
+
+    record: "EpochRecord"
+    epsilon: "EpsilonResult | None" = None       # pb; None when this epoch was not accounted
+    epsilon_rdp: "EpsilonResult | None" = None
+
+
+@dataclass
+class SimulationOutcome:
+    """Everything the renderers need; computed once, shown as table or JSON."""
+
+    inputs: dict
+    rows: list[EpochRow]
+    steps: int
+    baseline: "EpochRecord | None" = None
+    group: "EpsilonResult | None" = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def final(self) -> EpochRow:
+        return self.rows[-1]
+
+

@@ -1,0 +1,126 @@
+"""Every certified upper bound holds against a brute-force adversary on tiny runs.
+
+For tiny N, B and T every batch is enumerated under each sampler with adversarial 1-D
+gradients (the displacement example — every other record at −C, the differing one at +C —
+and random ones), and a rigorous lower bound on the true hockey-stick divergence of the T-step
+outputs is computed (tests/brute_force.py). Each certified ε at δ must then satisfy
+δ_true(ε) ≤ δ. The same adversary shows seed 000's pair — and the Poisson figure — falling
+below the truth for fixed-size batches under add/remove, which is why they are labelled.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from dpcalc.accounting.group import GroupSetting, pb_epsilon, seed_epsilon
+from dpcalc.accounting.registry import get_accountant
+from dpcalc.accounting.schedule import Phase, Schedule
+from tests.brute_force import (displacement_gradients, group_mixtures, hockey_stick_lower,
+                               neighbour_mixtures)
+
+SIZE, BATCH = 6, 2
+RATE = BATCH / SIZE
+DELTAS = (0.2, 0.05, 0.01)
+CERTIFIED = ("pb", "rdp", "moments", "strong", "naive")
+MODELS = [("poisson", "add-remove"), ("fixed", "add-remove"), ("poisson", "replace-one"),
+          ("fixed", "replace-one")]
+
+
+def _configurations():
+    rng = np.random.default_rng(20261123)
+    gradients, extra = displacement_gradients(SIZE)
+    configs = [("displacement", gradients, extra),
+               ("others zero", [0.0] * (SIZE - 1) + [1.0], -1.0),
+               ("others +C, record −C", [1.0] * (SIZE - 1) + [-1.0], -1.0)]
+    for index in range(3):
+        values = rng.uniform(-1, 1, SIZE + 1)
+        configs.append((f"random {index}", list(values[:SIZE]), float(values[SIZE])))
+    return configs
+
+
+CONFIGS = _configurations()
+
+
+@functools.lru_cache(maxsize=None)
+def certified_epsilon(name: str, sampling: str, adjacency: str, sigma: float, steps: int,
+                      delta: float) -> float | None:
+    phase = Phase.from_batches(BATCH, SIZE, sigma, steps, sampling, adjacency)
+    return get_accountant(name).epsilon(Schedule((phase,)), delta).epsilon
+
+
+def _mixture_kwargs(sampling):
+    return {"rate": RATE} if sampling == "poisson" else {"batch": BATCH}
+
+
+@pytest.mark.parametrize("sampling,adjacency", MODELS)
+@pytest.mark.parametrize("steps", [1, 2, 3])
+@pytest.mark.parametrize("sigma", [1.0, 2.0])
+def test_every_certified_bound_holds_against_every_enumerated_adversary(sampling, adjacency,
+                                                                        steps, sigma):
+    bounds = [(name, delta, certified_epsilon(name, sampling, adjacency, sigma, steps, delta))
+              for name in CERTIFIED for delta in DELTAS]
+    bounds = [(name, delta, epsilon) for name, delta, epsilon in bounds if epsilon is not None]
+    worst = 0.0
+    for label, gradients, extra in CONFIGS:
+        if adjacency == "replace-one" and extra == gradients[-1]:
+            extra = -extra  # replace the last record by its opposite
+        for p_mix, q_mix in neighbour_mixtures(gradients, extra, sampling, adjacency,
+                                               **_mixture_kwargs(sampling)):
+            truths = hockey_stick_lower(p_mix, q_mix, sigma, steps, [eps for *_, eps in bounds])
+            for (name, delta, epsilon), truth in zip(bounds, truths):
+                assert truth <= delta * (1 + 1e-9), (
+                    f"{name} ε = {epsilon} at δ = {delta} is below the truth for {label} "
+                    f"({sampling}, {adjacency}, σ = {sigma}, T = {steps}): δ_true ≥ {truth}")
+                if name == "pb":
+                    worst = max(worst, truth / delta)
+    # an explicit adversary comes close to pb's bound: it is not vacuous
+    print(f"{sampling} {adjacency} σ={sigma} T={steps}: attack reaches {worst:.3f}·δ at pb's ε")
+    assert worst > 0.2
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3])
+def test_pb_is_tight_against_the_displacement_attack_on_fixed_batches(steps):
+    gradients, extra = displacement_gradients(SIZE)
+    p_mix, q_mix = neighbour_mixtures(gradients, extra, "fixed", "add-remove", batch=BATCH)[2]
+    for delta in DELTAS:
+        upper = certified_epsilon("pb", "fixed", "add-remove", 1.0, steps, delta)
+        truth = hockey_stick_lower(p_mix, q_mix, 1.0, steps, [upper * 0.98])[0]
+        assert truth > delta  # 2% below pb's certified ε the attack already exceeds δ
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3])
+def test_the_poisson_pair_is_not_a_certificate_for_fixed_batches(steps):
+    """The displacement example on fixed-size batches beats both the Poisson add/remove
+    figure at q = B/N and seed 000's pair (k = 1 they coincide): the labels are right."""
+    gradients, extra = displacement_gradients(SIZE)
+    p_mix, q_mix = neighbour_mixtures(gradients, extra, "fixed", "add-remove", batch=BATCH)[2]
+    setting = GroupSetting(1, BATCH, SIZE, 1.0, steps, "fixed")
+    for delta in (0.05, 0.01, 1e-3, 1e-5):
+        poisson = certified_epsilon("pb", "poisson", "add-remove", 1.0, steps, delta)
+        seed = seed_epsilon(setting, delta).epsilon
+        assert seed == pytest.approx(poisson, rel=1e-12)
+        truth = hockey_stick_lower(p_mix, q_mix, 1.0, steps, [seed])[0]
+        assert truth > 2 * delta, f"the seed's ε {seed} should be broken at δ = {delta}"
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "fixed"])
+@pytest.mark.parametrize("steps", [1, 2])
+def test_group_of_two_holds_and_the_seed_pair_breaks_for_fixed_batches(sampling, steps):
+    size, batch, sigma = 6, 2, 2.0
+    extras = [1.0, 1.0]
+    gradients = [-1.0] * size
+    gradients[-2:] = [1.0, 1.0]  # the two records that D minus its last two removes
+    kwargs = {"rate": batch / size} if sampling == "poisson" else {"batch": batch}
+    instances = group_mixtures(gradients, extras, sampling, **kwargs)
+    setting = GroupSetting(2, batch, size, sigma, steps, sampling)
+    broken = False
+    for delta in DELTAS:
+        certified = pb_epsilon(setting, delta).epsilon
+        seed = seed_epsilon(setting, delta).epsilon
+        for p_mix, q_mix in instances:
+            truth, at_seed = hockey_stick_lower(p_mix, q_mix, sigma, steps, [certified, seed])
+            assert truth <= delta * (1 + 1e-9)
+            broken |= at_seed > delta
+    assert broken == (sampling == "fixed")
