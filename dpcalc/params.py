@@ -96,9 +96,12 @@ def check_nonnegative(value, flag: str) -> float:
     return number
 
 
+SMALLEST_DELTA = 1e-300
+
+
 def check_delta(value, flag: str = "--delta") -> float:
-    """Target δ in (0, 1)."""
-    return check_range(value, flag, 0.0, 1.0)
+    """Target δ in [1e-300, 1): below, float64 cannot hold the tail masses (denormals)."""
+    return check_range(value, flag, SMALLEST_DELTA, 1.0, low_open=False)
 
 
 MAX_STEPS = 10**9

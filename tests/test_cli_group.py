@@ -174,7 +174,7 @@ def test_plot_all_writes_three_pngs(tmp_path):
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--target-epsilon", "1"], "give either --sigma"),
     (["--k", "2", *MNIST, "--sigma", "1"], "give --steps or --epochs"),
     (["--k", "2", "--batch-size", "256", "--sigma", "1", "--steps", "10"], "give --batch-size and --dataset-size"),
-    (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--delta", "2"], "--delta must be in (0, 1)"),
+    (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--delta", "2"], "--delta must be in [1e-300, 1)"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--method", "moments"], "--method must be one of"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--sampling", "stratified"], "--sampling"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--method", ","], "--method must name"),

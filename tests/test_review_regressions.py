@@ -43,12 +43,25 @@ def test_unwritable_plot_fails_before_any_output(command, tmp_path):
     assert completed.stderr.count("\n") == 1
 
 
-def test_diverging_training_is_one_line():
+def test_absurd_learning_rate_is_refused_and_divergence_is_one_line():
+    """--learning-rate is bounded (1e6) so NumPy never overflows mid-run; a run that still
+    diverged would be one error line naming the flags to lower."""
     completed = run_dpcalc("simulate", "--samples", "200", "--features", "3", "--classes", "2",
                            "--epochs", "1", "--batch-size", "50", "--hidden", "5", "--activation",
                            "relu", "--learning-rate", "1e200", "--format", "json")
     assert completed.returncode == 2 and completed.stdout == ""
-    assert completed.stderr.count("\n") == 1 and "diverged" in completed.stderr
+    assert completed.stderr.count("\n") == 1 and "--learning-rate must be in" in completed.stderr
+    import numpy as np
+
+    from dpcalc.dpsgd import build_model, make_synthetic_task, split_and_standardise
+    from dpcalc.dpsgd.train import _evaluate
+
+    train, test = split_and_standardise(make_synthetic_task(n_samples=100, n_features=3,
+                                                            n_classes=2, informative_features=2))
+    model = build_model(3, 2, 0)
+    broken = tuple(np.full_like(p, np.nan) for p in model.init_params(np.random.default_rng(0)))
+    with pytest.raises(DpcalcError, match="diverged by step 7.*--learning-rate"):
+        _evaluate(model, broken, train, test, 1, 7, 10.0, None)
 
 
 def test_kairouz_rejects_a_slack_of_one():

@@ -79,16 +79,19 @@ def tail_half_width(total_steps: int, delta: float) -> float:
 _MAX_STEP_POINTS = 1 << 18  # grid points of one step's PLD
 
 
-def initial_grid_step(phases: PhaseList, requested: float | None, half_width: float) -> float:
+def initial_grid_step(phases: PhaseList, requested: float | None, half_width: float,
+                      direction: str | None = None) -> float:
+    """The first grid step for ``direction`` (every direction of the pairs when None)."""
     if requested is not None:
         return requested
     # At least eight grid points per standard deviation of one step's loss, and 1e-4
     # unless the composed loss is so wide that 5000 points per standard deviation suffice;
     # but never more than _MAX_STEP_POINTS points for one step's loss range.
-    spreads = [(pair.loss_moments(d)[1], steps) for pair, steps in phases for d in pair.directions]
+    chosen = [d for d in phases[0][0].directions if direction in (None, d)]
+    spreads = [(pair.loss_moments(d)[1], steps) for pair, steps in phases for d in chosen]
     single = min(spread for spread, _ in spreads)
-    composed = math.sqrt(sum(steps * spread**2 for spread, steps in spreads) / 2.0)
-    widest = max(high - low for pair, _ in phases for d in pair.directions
+    composed = math.sqrt(sum(steps * spread**2 for spread, steps in spreads) / len(chosen))
+    widest = max(high - low for pair, _ in phases for d in chosen
                  for low, high in [pair.loss_range(d, half_width)])
     step = min(max(DEFAULT_GRID_STEP, composed / 5000.0), single / 8.0)
     return max(step, widest / _MAX_STEP_POINTS, 1e-12)
@@ -175,10 +178,47 @@ def _check_grid_step(phases: PhaseList, grid_step, half_width: float) -> float |
     return step
 
 
+_HINT_ABOVE_POINTS = 1 << 18
+
+
+def _window_points(phases: PhaseList, direction: str, step: float) -> float:
+    """A rough size of the composed window on the grid ``step``: ±10 standard deviations
+    of the composed loss around its mean."""
+    mean = sum(steps * pair.loss_moments(direction)[0] for pair, steps in phases)
+    spread = math.sqrt(sum(steps * pair.loss_moments(direction)[1] ** 2 for pair, steps in phases))
+    return (abs(mean) + 20.0 * spread) / step
+
+
+def _hinted_step(hint: float | None, tolerance: float, total_steps: int, failure: float) -> float:
+    """A grid step whose rounding slack (η ≈ h·√(T·ln(1/f)/6), pld.rounding_slack) is a
+    quarter of the tolerated gap at ε ≈ ``hint``: no finer grid is needed to meet it."""
+    if hint is None or not (math.isfinite(hint) and hint > 0.0):
+        return 0.0
+    spread = math.sqrt(total_steps * math.log(1.0 / failure) / 6.0)
+    return 0.25 * min(tolerance, 0.1) * hint / spread
+
+
+def moment_estimate(phases: PhaseList, delta: float) -> float:
+    """A rough ε(δ) from the composed loss's mean and variance (a Gaussian tail; not a
+    bound): where to start the grid only."""
+    mean = variance = 0.0
+    for pair, steps in phases:
+        for direction in pair.directions:
+            m, s = pair.loss_moments(direction)
+            mean, variance = max(mean, steps * m), max(variance, steps * s * s)
+    return mean + math.sqrt(2.0 * variance * math.log(1.0 / delta))
+
+
 def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_TOLERANCE,
                    grid_step: float | None = None,
-                   max_refined_points: int = REFINE_POINTS_LIMIT) -> PldBounds:
-    """Certified (upper, lower) ε at ``delta`` for the phases composed in order."""
+                   max_refined_points: int = REFINE_POINTS_LIMIT,
+                   epsilon_hint: float | None = None, coarse_start: bool = False) -> PldBounds:
+    """Certified (upper, lower) ε at ``delta`` for the phases composed in order.
+
+    ``epsilon_hint`` (e.g. an rdp bound) lets large answers start on a coarser grid: the
+    tolerance is relative, so a large ε needs no fine grid; refinement follows if needed.
+    ``coarse_start``: always start there (from the hint or a moment estimate), not only
+    where the fine grid would be large."""
     phases = _check_phase_list(phases)
     delta = check_delta(delta)
     tolerance = check_positive(tolerance, "--tolerance")
@@ -187,16 +227,24 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     tail_mass = TAIL_FRACTION * delta
     failure = _LOWER_FAILURE * delta
     grid_step = _check_grid_step(phases, grid_step, half_width)
-    step = initial_grid_step(phases, grid_step, half_width)
     directions = phase_directions(phases)
+    # each direction on its own grid: their losses can have very different spreads
+    if coarse_start and epsilon_hint is None:
+        epsilon_hint = moment_estimate(phases, delta)
+    hinted = _hinted_step(epsilon_hint, tolerance, total_steps, failure)
+    steps = {d: initial_grid_step(phases, grid_step, half_width, d) for d in directions}
+    if grid_step is None:  # coarser first grids only where the fine one would be large
+        steps = {d: max(step, hinted)
+                 if coarse_start or _window_points(phases, d, step) > _HINT_ABOVE_POINTS
+                 else step for d, step in steps.items()}
     while True:
         bounds, points, plds = {}, 0, {}
         for direction in directions:
-            upper, lower, used_step, used_points, plds[direction] = _direction_bounds(
-                phases, direction, step, delta, half_width, tail_mass, failure)
+            upper, lower, steps[direction], used_points, plds[direction] = _direction_bounds(
+                phases, direction, steps[direction], delta, half_width, tail_mass, failure)
             bounds[direction] = (upper, lower)
             points = max(points, used_points)
-        step = used_step
+        step = max(steps.values())
 
         def gap_met(pairs) -> bool:
             upper = max(u for u, _ in pairs.values())
@@ -217,7 +265,7 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         # (a count, not a clock, so the answer never depends on the machine's load).
         if done or grid_step is not None or step < 1e-7 or 2 * points > max_refined_points:
             return best
-        step /= 2.0
+        steps = {d: value / 2.0 for d, value in steps.items()}
 
 
 def delta_bounds(phases: PhaseList, epsilon: float, grid_step: float | None = None) -> PldBounds:
@@ -258,6 +306,14 @@ def phase_directions(phases: PhaseList) -> tuple[str, ...]:
     return directions
 
 
+def _gap_note(upper: float, lower: float, tolerance: float, converged: bool) -> str:
+    """Why the certified interval is wider than the tolerance."""
+    why = ("float round-off of the composition at this small δ"
+           if converged else "the work limit (FFT points) was reached")
+    return (f"gap {upper - lower:.3g} exceeds tolerance {tolerance:g}·ε ({why}); both bounds "
+            "remain certified")
+
+
 def schedule_phases(schedule: Schedule) -> PhaseList:
     """The dominating pair of one step of each phase, under its sampler and adjacency."""
     return [(worst_case(phase).pair, phase.steps) for phase in schedule.phases]
@@ -275,22 +331,33 @@ class PrivacyBucketsAccountant(Accountant):
         self.grid_step = None if grid_step is None else check_positive(grid_step, "--grid-step")
 
     def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
-        bounds = epsilon_bounds(schedule_phases(schedule), delta, self.tolerance, self.grid_step)
-        notes = []
-        if not bounds.converged:
-            notes.append(
-                f"gap {bounds.upper - bounds.lower:.3g} exceeds tolerance {self.tolerance:g}·ε "
-                "within the work limit; both bounds remain certified"
-            )
+        # The tightest certificate in hand is the answer (issue 16): rdp is cheap, and where
+        # pb's numeric bound is looser (tiny δ, float round-off) rdp's upper bound is reported.
+        from dpcalc.accounting.rdp_accountants import RdpAccountant
+
+        rdp = RdpAccountant().epsilon(schedule, delta).epsilon
+        bounds = epsilon_bounds(schedule_phases(schedule), delta, self.tolerance, self.grid_step,
+                                epsilon_hint=rdp)
+        upper, source, notes = bounds.upper, "pb", []
+        if rdp is not None:
+            check_consistent(rdp, bounds.lower, "ε (rdp's upper bound)")
+            if rdp < upper:
+                upper, source = rdp, "rdp"
+                notes.append(f"upper bound from rdp (Rényi DP, certified), tighter than pb's "
+                             f"numeric {bounds.upper:.6g} here; the lower bound is pb's")
+        if upper - bounds.lower > max(self.tolerance * upper, _ABSOLUTE_GAP):
+            notes.append(_gap_note(upper, bounds.lower, self.tolerance, bounds.converged))
         return EpsilonResult(
             accountant=self.name,
-            epsilon=bounds.upper,
+            epsilon=upper,
             certified=True,
             epsilon_lower=bounds.lower,
             notes=tuple(notes),
             details={
-                **{f"epsilon_{direction}": upper
-                   for direction, (upper, _) in bounds.by_direction.items()},
+                **{f"epsilon_{direction}": upper_direction
+                   for direction, (upper_direction, _) in bounds.by_direction.items()},
+                "epsilon_pb_upper": bounds.upper,
+                "upper_source": source,
                 "grid_step": bounds.grid_step,
                 "lower_grid_step": bounds.lower_grid_step,
                 "fft_points": bounds.fft_points,

@@ -127,9 +127,14 @@ class MixtureSpec:
     shift: float
     noise_multiplier: float
 
-    def pair(self) -> GaussianMixturePair:
+    def pair(self, prune: float = 0.0) -> GaussianMixturePair:
         # N(shift·j, σ²) vs N(0, σ²) is N(j, (σ/shift)²) vs N(0, (σ/shift)²), scaled.
-        return GaussianMixturePair(self.weights, self.noise_multiplier / self.shift)
+        return GaussianMixturePair(self.weights, self.noise_multiplier / self.shift, prune)
+
+
+def _prune_level(delta: float, steps: int) -> float:
+    """Top mixture components lighter than this add at most 1e-15·δ to δ over the run."""
+    return 1e-15 * delta / steps
 
 
 def _record_weights(setting: GroupSetting) -> np.ndarray:
@@ -174,7 +179,11 @@ def worst_case_densities(spec: MixtureSpec, outputs) -> tuple[np.ndarray, np.nda
 # ------------------------------------------------------------------------------- pb
 def _max_bounds(spec_list: list[MixtureSpec], steps: int, delta: float, tolerance: float):
     """(bounds with the largest upper, largest lower) over the mixtures."""
-    found = [epsilon_bounds([(spec.pair(), steps)], delta, tolerance) for spec in spec_list]
+    # k = 1 must equal `dpcalc epsilon` digit for digit: only groups start coarse
+    group = spec_list[0].weights.size > 2
+    found = [epsilon_bounds([(spec.pair(_prune_level(delta, steps)), steps)], delta, tolerance,
+                            coarse_start=group)
+             for spec in spec_list]
     top = max(found, key=lambda bounds: bounds.upper)
     return top, max(bounds.lower for bounds in found)
 

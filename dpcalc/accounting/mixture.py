@@ -15,13 +15,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr, logsumexp
+from scipy.special import log_ndtr
 
 from dpcalc.errors import DpcalcError
 
 REMOVE = "remove"
 ADD = "add"
 DIRECTIONS = (REMOVE, ADD)
+
+
+def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
+    """log Σ_rows exp(terms) per column (a leaner scipy.special.logsumexp(axis=0))."""
+    peak = terms.max(axis=0)
+    shift = np.where(np.isfinite(peak), peak, 0.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        return shift + np.log(np.exp(terms - shift).sum(axis=0))
 
 
 def _log_diff(log_big: np.ndarray, log_small: np.ndarray) -> np.ndarray:
@@ -36,11 +44,17 @@ class GaussianMixturePair:
     """A = N(0, σ²) versus B = Σ_j weights[j]·N(j, σ²) for j = 0..k (sensitivity 1).
 
     Two neighbouring-relation instances ("directions"): remove compares (B, A), add
-    compares (A, B)."""
+    compares (A, B).
+
+    ``prune``: the top components whose weights sum to at most this are replaced by an
+    atom w that only B can produce (loss +∞ in the remove direction, −∞ in the add
+    direction). The true pair is a post-processing of the pruned one (the atom is mapped
+    to the dropped components, everything else left alone), so every bound stays
+    certified, and δ grows by at most T·w."""
 
     directions = DIRECTIONS
 
-    def __init__(self, weights, noise_multiplier: float):
+    def __init__(self, weights, noise_multiplier: float, prune: float = 0.0):
         try:
             weights = np.asarray(weights, dtype=float)
             sigma = float(noise_multiplier)
@@ -52,7 +66,14 @@ class GaussianMixturePair:
                               "some weight at j >= 1")
         if not (math.isfinite(sigma) and sigma > 0):
             raise DpcalcError(f"noise multiplier must be a finite number > 0; got {noise_multiplier!r}")
-        self.weights = weights / weights.sum()
+        weights = weights / weights.sum()
+        self.dropped = 0.0
+        if prune > 0.0 and weights.size > 2:
+            tail = np.cumsum(weights[::-1])[::-1]  # tail[j] = Σ_{i ≥ j} p_i
+            keep = max(2, int(np.flatnonzero(tail > prune)[-1]) + 1)
+            self.dropped = float(tail[keep]) if keep < weights.size else 0.0
+            weights = weights[:keep]
+        self.weights = weights
         self.noise_multiplier = sigma
         self.shifts = np.arange(weights.size, dtype=float)
         with np.errstate(divide="ignore"):
@@ -79,7 +100,7 @@ class GaussianMixturePair:
     def loss(self, x) -> np.ndarray:
         """g(x) = ln(B(x)/A(x)), the remove-direction privacy loss at output x."""
         x = np.atleast_1d(np.asarray(x, dtype=float))
-        return logsumexp(self._exponents(x), axis=0)
+        return _logsumexp_rows(self._exponents(x))
 
     def inverse_loss(self, loss_values) -> np.ndarray:
         """x with g(x) = ε, vectorised; −inf where ε ≤ ln p_0 (no such x).
@@ -158,7 +179,7 @@ class GaussianMixturePair:
         terms = self.log_weights[:, None] + log_parts
         if terms.shape[0] == 2:
             return np.logaddexp(terms[0], terms[1])
-        return logsumexp(terms, axis=0)
+        return _logsumexp_rows(terms)
 
     def log_tails(self, direction: str, grid: np.ndarray):
         """For each loss value e in ``grid``: log P(L > e), log P(L ≤ e), log Q(L > e), log Q(L ≤ e).
@@ -175,7 +196,11 @@ class GaussianMixturePair:
         mixture_upper, mixture_lower = self._log_mixture(upper), self._log_mixture(lower)
         gauss_upper, gauss_lower = upper[0], lower[0]  # A = N(0, σ²) is component j = 0
         if direction == REMOVE:
+            if self.dropped:  # the pruned atom's loss is +∞: always above e
+                mixture_upper = np.logaddexp(mixture_upper, math.log(self.dropped))
             return mixture_upper, mixture_lower, gauss_upper, gauss_lower
+        if self.dropped:  # add direction: its loss is −∞, always at or below e
+            mixture_upper = np.logaddexp(mixture_upper, math.log(self.dropped))
         return gauss_lower, gauss_upper, mixture_lower, mixture_upper
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:

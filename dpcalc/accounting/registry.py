@@ -54,4 +54,8 @@ def resolve_names(requested: list[str] | None) -> list[str]:
                     get_accountant(chosen_name)  # raises the clear error
                 if chosen_name not in names:
                     names.append(chosen_name)
-    return names or [DEFAULT_ACCOUNTANT]
+    if not names:
+        valid = ", ".join([*_ACCOUNTANTS, "all"])
+        shown = ", ".join(repr(item)[:40] for item in requested)
+        raise DpcalcError(f"--accountant must name one of {valid}; got {shown}")
+    return names

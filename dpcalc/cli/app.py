@@ -50,21 +50,69 @@ def _is_usage_error(error: Exception) -> bool:
     return hasattr(error, "format_message") and getattr(error, "exit_code", None) == 2
 
 
+_LONGEST_MESSAGE = 400
+
+
 def _fail(message: str) -> None:
+    """One line on stderr and exit code 2; an absurdly long message is cut in the middle."""
+    message = " ".join(str(message).split())
+    if len(message) > _LONGEST_MESSAGE:
+        message = message[:_LONGEST_MESSAGE - 60] + " … " + message[-50:]
     sys.stderr.write(f"dpcalc: error: {message}\n")
     sys.exit(2)
 
 
+def _usage_message(error, command, args: list[str]) -> str:
+    """Click's message on one line, with a 'did you mean' for a mistyped option."""
+    from dpcalc.cli.argv_checks import suggest_option
+
+    message = error.format_message().replace("\n", " ").replace("Value error, ", "")
+    option = getattr(error, "option_name", None)
+    if type(error).__name__ == "NoSuchOption" and option:
+        message = f"no such option: {option}{suggest_option(command, args, option)}"
+    return message
+
+
+def _quiet_broken_pipe() -> None:
+    """stdout was closed by the reader (e.g. `| head -1`): leave quietly, exit 0."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: exit 0 ok, 1 budget exceeded, 2 bad input (one line, no traceback)."""
+    from dpcalc.cli.argv_checks import check_repeated_options
+
+    args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
     try:
-        code = command.main(args=argv, prog_name="dpcalc", standalone_mode=False)
+        if not args:  # `dpcalc` alone: the help, and nothing wrong
+            context = command.make_context("dpcalc", ["--help"], resilient_parsing=True)
+            typer.echo(command.get_help(context))
+            sys.stdout.flush()
+            sys.exit(0)
+        check_repeated_options(command, args)
+        code = command.main(args=args, prog_name="dpcalc", standalone_mode=False)
+        sys.stdout.flush()
+    except SystemExit as stop:
+        # Click and Rich turn a closed stdout (EPIPE) into exit 1, the budget gate's code
+        if (type(sys.stdout).__name__ == "PacifyFlushWrapper"
+                or isinstance(stop.__context__, BrokenPipeError)):
+            _quiet_broken_pipe()
+        raise
     except DpcalcError as error:
         _fail(str(error))
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    except OSError as error:  # a file the user named: one line, not a traceback
+        where = f" ({error.filename})" if getattr(error, "filename", None) else ""
+        _fail(f"{error.strerror or error}{where}")
     except Exception as error:  # Click usage errors; anything else is a real bug
         if _is_usage_error(error):
-            _fail(error.format_message().replace("\n", " ").replace("Value error, ", ""))
+            _fail(_usage_message(error, command, args))
         if type(error).__name__ == "Abort":
             sys.exit(130)
         raise

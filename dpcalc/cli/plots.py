@@ -34,11 +34,16 @@ def check_plot_path(path: str) -> Path:
     target = Path(path)
     if target.suffix.lower() not in PLOT_SUFFIXES:
         raise DpcalcError(f"--plot FILE must end in .png or .svg; got {path!r}")
-    if not target.parent.is_dir():
-        raise DpcalcError(f"--plot FILE's folder does not exist: {str(target.parent)!r}")
-    if target.is_dir():
-        raise DpcalcError(f"--plot FILE is a folder: {path!r}")
-    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+    try:
+        if not target.parent.is_dir():
+            raise DpcalcError(f"--plot FILE's folder does not exist: {str(target.parent)!r}")
+        if target.is_dir():
+            raise DpcalcError(f"--plot FILE is a folder: {path!r}")
+        writable = os.access(target.parent, os.W_OK) and (not target.exists()
+                                                         or os.access(target, os.W_OK))
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise DpcalcError(f"--plot FILE cannot be used: {error.strerror or error}") from None
+    if not writable:
         raise DpcalcError(f"--plot FILE cannot be written: {path!r}")
     return target
 

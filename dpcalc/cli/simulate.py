@@ -195,15 +195,21 @@ def data_choice_from_options(data, label, samples, features, classes) -> DataCho
                           f"combined with --data")
     if data is None and label is not None:
         raise DpcalcError("--label names a column of --data FILE; give --data too")
-    return DataChoice(
+    from dpcalc.dpsgd.budget import MAX_SAMPLES, MAX_SYNTHETIC_FEATURES, check_synthetic
+
+    choice = DataChoice(
         path=data,
         label=label,
-        samples=None if samples is None else check_count(samples, "--samples", minimum=10),
+        samples=None if samples is None else check_count(samples, "--samples", minimum=10,
+                                                         maximum=MAX_SAMPLES),
         features=None if features is None else check_count(features, "--features",
-                                                           maximum=100_000),
+                                                           maximum=MAX_SYNTHETIC_FEATURES),
         classes=None if classes is None else check_count(classes, "--classes", minimum=2,
                                                          maximum=1000),
     )
+    if data is None:
+        check_synthetic(choice.samples or 20_000, choice.features or 50)
+    return choice
 
 
 def load_splits(choice: DataChoice, test_fraction: float, seed: int):
@@ -279,7 +285,7 @@ def simulate_command(
         from dpcalc.accounting.group import MAX_GROUP_SIZE
 
         group = check_count(group_size, "--k", maximum=MAX_GROUP_SIZE)
-    hidden_units = check_count(hidden, "--hidden", minimum=0, maximum=100_000)
+    hidden_units = check_count(hidden, "--hidden", minimum=0, maximum=10_000)
     data_choice = data_choice_from_options(data, label, samples, features, classes)
     random_seed = check_count(seed, "--seed", minimum=0)
     fraction = check_open_interval(test_fraction, "--test-fraction", 0.0, 1.0)
@@ -310,6 +316,7 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     from dpcalc.cli.simulate_output import open_progress
     from dpcalc.dpsgd import (TrainingConfig, epoch_end_steps, planned_steps, train_baseline,
                               train_dp_sgd)
+    from dpcalc.dpsgd.budget import check_run
 
     delta, group_size = request.delta, request.group_size
     sigma = DEFAULT_SIGMA if request.noise_multiplier is None else request.noise_multiplier
@@ -318,6 +325,8 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     train, test, source = load_splits(request.data, request.test_fraction, request.seed)
     n_train = train.n_samples
     total_steps = planned_steps(config, n_train)
+    check_run(config.batch_size, total_steps, train.n_features, train.n_classes,
+              config.hidden_units)
     sampling_rate = config.batch_size / n_train
     model = accounting_model(config.sampling, request.adjacency)
     notes = []

@@ -17,6 +17,8 @@ from dpcalc.errors import DpcalcError
 from dpcalc.params import check_count, check_nonnegative, check_open_interval, check_positive
 
 MAX_CLASSES = 1000
+MAX_FILE_BYTES = 256 * 2**20
+_CHUNK_ROWS = 20_000  # CSV rows parsed to numbers at a time (bounded memory)
 DEFAULT_LABEL_COLUMN = "label"
 DEFAULT_FEATURES_KEY = "X"
 DEFAULT_LABELS_KEY = "y"
@@ -126,6 +128,12 @@ def load_dataset(path: str | os.PathLike, label_column: str | None = None,
         raise DpcalcError(f"{name}: data file not found")
     if os.path.isdir(name):
         raise DpcalcError(f"{name}: is a directory, not a data file")
+    if not os.path.isfile(name):  # a FIFO or device would block or never end
+        raise DpcalcError(f"{name}: not a regular file")
+    size = os.path.getsize(name)
+    if size > MAX_FILE_BYTES:
+        raise DpcalcError(f"{name}: data file is {size / 2**20:.0f} MiB; at most "
+                          f"{MAX_FILE_BYTES // 2**20} MiB are supported")
     if extension == ".csv":
         features, raw_labels, feature_names, label_name = _read_csv(name, label_column)
     else:
@@ -135,67 +143,69 @@ def load_dataset(path: str | os.PathLike, label_column: str | None = None,
 
 
 def _read_csv(name: str, label_column: str | None):
-    rows, header, first_line = _read_csv_rows(name)
-    columns = [column.strip() for column in header]
-    if label_column is None:
-        label_index = columns.index(DEFAULT_LABEL_COLUMN) if DEFAULT_LABEL_COLUMN in columns \
-            else len(columns) - 1
-    elif label_column in columns:
-        label_index = columns.index(label_column)
-    else:
-        shown = ", ".join(repr(c) for c in columns[:10]) + (", ..." if len(columns) > 10 else "")
-        raise DpcalcError(f"{name}: label column {label_column!r} not found; columns are {shown}")
-    feature_indices = [j for j in range(len(columns)) if j != label_index]
-    if not feature_indices:
-        raise DpcalcError(f"{name}: no feature columns besides label column {columns[label_index]!r}")
-    table = np.array(rows, dtype=str)
-    labels = table[:, label_index]
-    features = _parse_numeric(table[:, feature_indices], name,
-                              [columns[j] for j in feature_indices], first_line)
-    for row, text in enumerate(labels):
-        if not text.strip():
-            raise DpcalcError(f"{name}: label column {columns[label_index]!r} is empty "
-                              f"on line {first_line + row}")
-    return features, np.char.strip(labels), tuple(columns[j] for j in feature_indices), \
-        columns[label_index]
-
-
-def _read_csv_rows(name: str) -> tuple[list[list[str]], list[str], int]:
-    """All non-blank rows after the header; checks every row has the header's width."""
+    """Header, then rows parsed to float64 in chunks (memory ~ the numbers, not the text)."""
+    chunks, labels = [], []
     try:
         with open(name, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
             header = next((row for row in reader if row), None)
             if header is None:
                 raise DpcalcError(f"{name}: file is empty (no header row)")
-            rows: list[list[str]] = []
-            first_line = 0
+            columns = [column.strip() for column in header]
+            label_index = _label_index(name, columns, label_column)
+            feature_indices = [j for j in range(len(columns)) if j != label_index]
+            if not feature_indices:
+                raise DpcalcError(f"{name}: no feature columns besides label column "
+                                  f"{columns[label_index]!r}")
+            feature_names = [columns[j] for j in feature_indices]
+            pending, first_line = [], 0
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue
                 if len(row) != len(header):
                     raise DpcalcError(f"{name}: line {reader.line_num} has {len(row)} fields; "
                                       f"the header has {len(header)}")
-                if not rows:
+                if not pending:
                     first_line = reader.line_num
-                rows.append(row)
+                label = row[label_index].strip()
+                if not label:
+                    raise DpcalcError(f"{name}: label column {columns[label_index]!r} is empty "
+                                      f"on line {reader.line_num}")
+                labels.append(label)
+                pending.append([row[j] for j in feature_indices])
+                if len(pending) == _CHUNK_ROWS:
+                    chunks.append(_parse_numeric(pending, name, feature_names, first_line))
+                    pending = []
+            if pending:
+                chunks.append(_parse_numeric(pending, name, feature_names, first_line))
     except UnicodeDecodeError:
         raise DpcalcError(f"{name}: not a UTF-8 text file") from None
     except csv.Error as error:
         raise DpcalcError(f"{name}: malformed CSV ({error})") from None
     except OSError as error:
         raise DpcalcError(f"{name}: cannot read ({error.strerror})") from None
-    if not rows:
+    if not labels:
         raise DpcalcError(f"{name}: no data rows after the header")
-    return rows, header, first_line
+    return (np.concatenate(chunks), np.array(labels), tuple(feature_names),
+            columns[label_index])
 
 
-def _parse_numeric(cells: np.ndarray, name: str, column_names: list[str],
+def _label_index(name: str, columns: list[str], label_column: str | None) -> int:
+    if label_column is None:
+        return columns.index(DEFAULT_LABEL_COLUMN) if DEFAULT_LABEL_COLUMN in columns \
+            else len(columns) - 1
+    if label_column in columns:
+        return columns.index(label_column)
+    shown = ", ".join(repr(c) for c in columns[:10]) + (", ..." if len(columns) > 10 else "")
+    raise DpcalcError(f"{name}: label column {label_column!r} not found; columns are {shown}")
+
+
+def _parse_numeric(cells: list[list[str]], name: str, column_names: list[str],
                    first_line: int) -> np.ndarray:
     """Text cells → float64; names the first bad cell (column and line) otherwise."""
     try:
-        values = cells.astype(np.float64)
-    except ValueError:
+        values = np.array(cells, dtype=np.float64)
+    except (ValueError, OverflowError):
         values = None
     if values is not None and np.isfinite(values).all():
         return values
@@ -233,6 +243,9 @@ def _read_npz(name: str, label_key: str | None, features_key: str):
                     raise DpcalcError(f"{name}: {role} array {key!r} not found; arrays are "
                                       f"{', '.join(repr(k) for k in keys) or 'none'}")
             features, labels = archive[features_key], archive[label_key]
+            if not (isinstance(features, np.ndarray) and isinstance(labels, np.ndarray)):
+                raise DpcalcError(f"{name}: arrays {features_key!r} and {label_key!r} must be "
+                                  "stored as .npy members (np.savez)")
     except DpcalcError:
         raise
     except ValueError as error:
@@ -312,8 +325,12 @@ def split_and_standardise(dataset: Dataset, test_fraction: float = 0.2,
     order = rng.permutation(dataset.n_samples)
     train_rows, test_rows = order[:n_train], order[n_train:]
     train_features = dataset.features[train_rows]
-    mean = train_features.mean(axis=0)
-    std = train_features.std(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = train_features.mean(axis=0)
+        std = train_features.std(axis=0)
+    if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+        raise DpcalcError(f"{dataset.source}: feature values are too large to standardise "
+                          f"(largest |x| = {np.max(np.abs(dataset.features)):.3g}); rescale them")
     std[std == 0.0] = 1.0
     train_labels = dataset.labels[train_rows]
     if np.unique(train_labels).shape[0] < 2:

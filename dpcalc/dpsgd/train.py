@@ -18,7 +18,7 @@ import numpy as np
 from dpcalc.dpsgd.data import Split
 from dpcalc.dpsgd.models import ACTIVATIONS, Params, SoftmaxModel, build_model
 from dpcalc.errors import DpcalcError
-from dpcalc.params import (check_count, check_noise_multiplier, check_positive,
+from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_range,
                            resolve_steps)
 
 SAMPLING_MODES = ("poisson", "fixed", "shuffle")
@@ -43,9 +43,11 @@ class TrainingConfig:
         object.__setattr__(self, "batch_size", check_count(self.batch_size, "--batch-size"))
         object.__setattr__(self, "epochs", check_positive(self.epochs, "--epochs"))
         object.__setattr__(self, "noise_multiplier", check_noise_multiplier(self.noise_multiplier))
-        object.__setattr__(self, "clip_norm", check_positive(self.clip_norm, "--clip-norm"))
+        object.__setattr__(self, "clip_norm", check_range(self.clip_norm, "--clip-norm", 1e-6, 1e6,
+                                                          low_open=False, high_open=False))
         object.__setattr__(self, "learning_rate",
-                           check_positive(self.learning_rate, "--learning-rate"))
+                           check_range(self.learning_rate, "--learning-rate", 0.0, 1e6,
+                                       high_open=False))
         momentum = float(self.momentum)
         if not 0.0 <= momentum < 1.0:
             raise DpcalcError(f"--momentum must be in [0, 1); got {self.momentum!r}")
@@ -314,11 +316,11 @@ def _evaluate(model: SoftmaxModel, params: Params, train: Split, test: Split, ep
               steps_done: int, per_epoch: float, clipped_fraction: float | None) -> EpochRecord:
     if not all(np.isfinite(p).all() for p in params):
         raise DpcalcError(f"training diverged by step {steps_done} (parameters are not finite); "
-                          f"lower --learning-rate")
+                          f"lower --learning-rate (or --clip-norm, --sigma)")
     loss = float(np.mean(model.per_example_loss(params, train.features, train.labels)))
     if not math.isfinite(loss):
         raise DpcalcError(f"training diverged by step {steps_done} (loss is not finite); "
-                          f"lower --learning-rate")
+                          f"lower --learning-rate (or --clip-norm, --sigma)")
     return EpochRecord(epoch, steps_done, steps_done / per_epoch, loss,
                        _accuracy(model, params, train), _accuracy(model, params, test),
                        clipped_fraction)
