@@ -18,25 +18,28 @@ from __future__ import annotations
 
 import math
 
-from dpcalc.params import check_positive
+from dpcalc.errors import DpcalcError
+from dpcalc.params import check_noise_multiplier, check_range
+
+
+def _count_stddev(value) -> float:
+    return check_range(value, "clipped_count_stddev", 1e-6, 1e12, low_open=False, high_open=False)
 
 
 def adaptive_clipping_noise_multiplier(update_noise_multiplier: float,
                                        clipped_count_stddev: float) -> float:
     """The noise multiplier z to account a round with: (z_Δ⁻² + (2σ_b)⁻²)^(−1/2)."""
-    z_update = check_positive(update_noise_multiplier, "update_noise_multiplier")
-    sigma_count = check_positive(clipped_count_stddev, "clipped_count_stddev")
-    return (z_update**-2 + (2.0 * sigma_count) ** -2) ** -0.5
+    z_update = check_noise_multiplier(update_noise_multiplier, "update_noise_multiplier")
+    sigma_count = _count_stddev(clipped_count_stddev)
+    return 1.0 / math.hypot(1.0 / z_update, 0.5 / sigma_count)
 
 
 def update_noise_multiplier(target_noise_multiplier: float, clipped_count_stddev: float) -> float:
     """z_Δ for the update sum so that the round accounts as ``target_noise_multiplier``."""
-    from dpcalc.errors import DpcalcError
-
-    target = check_positive(target_noise_multiplier, "target_noise_multiplier")
-    sigma_count = check_positive(clipped_count_stddev, "clipped_count_stddev")
-    remainder = target**-2 - (2.0 * sigma_count) ** -2
-    if not remainder > 0.0:
+    target = check_noise_multiplier(target_noise_multiplier, "target_noise_multiplier")
+    sigma_count = _count_stddev(clipped_count_stddev)
+    ratio = target / (2.0 * sigma_count)  # z_Δ = z / sqrt(1 − (z/2σ_b)²)
+    if not ratio < 1.0:
         raise DpcalcError(f"clipped_count_stddev must exceed target_noise_multiplier/2 "
                           f"({target / 2:g}); got {sigma_count:g}")
-    return 1.0 / math.sqrt(remainder)
+    return target / math.sqrt((1.0 - ratio) * (1.0 + ratio))

@@ -94,6 +94,14 @@ def _erfcx_gap(u: np.ndarray, step: float) -> np.ndarray:
     u = np.atleast_1d(np.asarray(u, dtype=float))
     if step >= _SERIES_STEP:
         return special.erfcx(u) - special.erfcx(u + step)
+    large = u >= 8.0
+    if np.all(large):
+        return _erfcx_gap_asymptotic(u, step)
+    if np.any(large):
+        out = np.empty_like(u)
+        out[large] = _erfcx_gap_asymptotic(u[large], step)
+        out[~large] = _erfcx_gap(u[~large], step)
+        return out
     previous, current = special.erfcx(u), -_minus_erfcx_slope(u)  # f, f′
     coefficient = step
     gap = -coefficient * current
@@ -105,6 +113,24 @@ def _erfcx_gap(u: np.ndarray, step: float) -> np.ndarray:
         if np.all(np.abs(term) <= 1e-17 * np.abs(gap)):
             break
     return gap
+
+
+def _erfcx_gap_asymptotic(u: np.ndarray, step: float) -> np.ndarray:
+    """erfcx(u) − erfcx(u + step) for u ≥ 8 from the asymptotic series
+    erfcx(u) = (1/(u√π)) Σ_k (−1)^k (2k − 1)!!/(2u²)^k, term by term: each difference
+    u^{−m} − (u + s)^{−m} = u^{−m}·(−expm1(−m·log1p(s/u))) keeps its relative accuracy.
+    At u ≥ 8 the terms fall below 1e-17 of the first well before the series diverges."""
+    ratio = np.log1p(step / u)
+    total = np.zeros_like(u)
+    coefficient = 1.0 / math.sqrt(math.pi)  # (−1)^k (2k − 1)!!/2^k / √π
+    for k in range(0, 30):
+        power = 2 * k + 1
+        term = coefficient * u ** (-power) * -np.expm1(-power * ratio)
+        total = total + term
+        if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
+            break
+        coefficient *= -(2 * k + 1) / 2.0
+    return total
 
 
 # ------------------------------------------------------------------ privacy profile

@@ -113,13 +113,19 @@ def to_json(report: Report) -> str:
 
 
 # --- plain --------------------------------------------------------------------------------
+# What --format plain prints for an accountant that does not apply: not a number to any
+# parser that checks (float('n/a') and jq's tonumber fail), and the table's word for it.
+NOT_APPLICABLE = "n/a"
+
+
 def plain_upper(value: float | None) -> str:
-    """An upper bound for scripts: 6 significant digits rounded up; null if n/a."""
-    return "null" if value is None else show_upper(value, 6)
+    """An upper bound for scripts: 6 significant digits rounded up; ``n/a`` if it does not
+    apply; ``inf`` if no finite bound exists."""
+    return NOT_APPLICABLE if value is None else show_upper(value, 6)
 
 
 def plain_lower(value: float | None) -> str:
-    return "null" if value is None else show_lower(value, 6)
+    return NOT_APPLICABLE if value is None else show_lower(value, 6)
 
 
 def to_plain(report: Report) -> str:
