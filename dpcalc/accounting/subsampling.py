@@ -56,7 +56,7 @@ def amplify_poisson(epsilon: float, delta: float, sampling_rate: float) -> tuple
 
 def poisson_weights(k: int, sampling_rate: float) -> np.ndarray:
     """P[J = j], j = 0..k, for J ~ Binomial(k, q): how many of k records a Poisson batch holds."""
-    k = check_count(k, "--k")
+    k = check_count(k, "--k", maximum=10**6)
     sampling_rate = _check_unit_interval(sampling_rate, "--q (sampling rate)")
     picked = np.arange(k + 1, dtype=float)
     left_out = k - picked
@@ -79,7 +79,7 @@ def hypergeometric_weights(k: int, batch_size: int, dataset_size: int) -> np.nda
     every factor a ratio of exact integers, so N up to 1e9 and beyond stays accurate
     (gammaln of 1e9 would lose ~1e-6 relative).
     """
-    k = check_count(k, "--k")
+    k = check_count(k, "--k", maximum=10**6)
     batch_size = check_count(batch_size, "--batch-size")
     dataset_size = check_count(dataset_size, "--dataset-size")
     if k > dataset_size:

@@ -27,6 +27,8 @@ from dpcalc.params import (check_count, check_delta, check_noise_multiplier, che
 # Mirror dpcalc.accounting.group (imported lazily: it pulls in the pb engine).
 _METHODS = ("pb", "seed", "rdp-overapprox", "group-conversion", "rdp-group")
 _DEFAULT_METHODS = ("pb", "rdp-overapprox", "group-conversion", "rdp-group")
+# pb composes one mixture per k: beyond this many k·steps the command would take minutes.
+_PB_WORK_LIMIT = 2e7
 _HYPERGEOMETRIC_NOTE = ("--sampling hypergeometric now means fixed-size batches with the "
                         "certified analysis (a protected record displaces another: shift 2j); "
                         "seed 000's pair (shift j) is --method seed")
@@ -329,6 +331,15 @@ def group_command(
         raise DpcalcError("--target-epsilon calibrates pb only: drop --method and --plot")
     noise = 1.0 if sigma is None else check_noise_multiplier(sigma)
     names = _methods(method)
+    if target is not None and step_count * max(len(k_values), 10) > _PB_WORK_LIMIT:
+        raise DpcalcError(f"--target-epsilon runs pb about ten times per k; at {step_count} steps "
+                          f"that exceeds the work limit (k values × steps × 10 ≤ "
+                          f"{_PB_WORK_LIMIT:.0e}): give fewer --steps or --k values")
+    if ({"pb", "seed"} & set(names) and len(k_values) > 1
+            and len(k_values) * step_count > _PB_WORK_LIMIT):
+        raise DpcalcError(f"--k with {len(k_values)} values at {step_count} steps exceeds pb's work "
+                          f"limit (k values × steps ≤ {_PB_WORK_LIMIT:.0e}): give fewer --k values "
+                          "or fewer --steps, or --method rdp-overapprox,group-conversion,rdp-group")
     paths = _plot_paths(plot, plot_kind) if plot is not None else {}
     setting = group.GroupSetting(k_values[0], batch, dataset, noise, step_count, model_sampling,
                                  relation)

@@ -214,7 +214,8 @@ def sigma_command(
         if accountant:
             raise DpcalcError("--accountant applies to DP-SGD calibration: give --q (or "
                               "--batch-size/--dataset-size) and --steps (or --epochs)")
-        scale = 1.0 if sensitivity is None else check_positive(sensitivity, "--sensitivity")
+        scale = 1.0 if sensitivity is None else check_range(sensitivity, "--sensitivity", 0.0, 1e12,
+                                                             high_open=False)
         sigmas = gaussian_mechanism_sigmas(target, target_delta, scale)
         inputs = {"epsilon": target, "delta": target_delta, "sensitivity": scale,
                   "mechanism": "gaussian"}
