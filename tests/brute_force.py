@@ -47,11 +47,16 @@ def step_mixture(gradients, sampling: str, rate: float | None = None,
 
 
 def interval_masses(means, weights, sigma: float, edges: np.ndarray) -> np.ndarray:
-    """Exact mass of each interval (−∞, e_0], (e_0, e_1], …, (e_last, ∞) of the mixture."""
-    cdf = np.zeros(edges.size + 2)
-    cdf[-1] = 1.0
-    cdf[1:-1] = np.sum(weights[:, None] * ndtr((edges[None, :] - means[:, None]) / sigma), axis=0)
-    return np.diff(cdf)
+    """Exact mass of each interval (−∞, e_0], (e_0, e_1], …, (e_last, ∞) of the mixture.
+
+    Each component's mass is a difference of its SMALLER tail (upper tail above its mean,
+    lower tail below), so far-tail cells keep their relative accuracy instead of
+    cancelling to 0 (a zero Q-mass would give a spurious infinite loss)."""
+    z = (edges[None, :] - means[:, None]) / sigma
+    low = np.concatenate([np.full((z.shape[0], 1), -np.inf), z], axis=1)
+    high = np.concatenate([z, np.full((z.shape[0], 1), np.inf)], axis=1)
+    masses = np.where(low >= 0, ndtr(-low) - ndtr(-high), ndtr(high) - ndtr(low))
+    return np.sum(weights[:, None] * np.maximum(masses, 0.0), axis=0)
 
 
 def hockey_stick_lower(p_mix, q_mix, sigma: float, steps: int, epsilons,
@@ -71,8 +76,9 @@ def hockey_stick_lower(p_mix, q_mix, sigma: float, steps: int, epsilons,
     infinite = float(masses[np.isinf(losses)].sum())
     finite = np.isfinite(losses)
     lattice = 2e-4
-    first = math.floor(losses[finite].min() / lattice)
-    index = np.floor(losses[finite] / lattice).astype(np.int64) - first
+    first = math.floor(losses[finite].min() / lattice - 1e-6)
+    # (a hair below each loss: float error in the masses must not round a loss up)
+    index = np.floor(losses[finite] / lattice - 1e-6).astype(np.int64) - first
     histogram = np.bincount(index, weights=masses[finite])
     composed = np.array([1.0])
     for _ in range(steps):
