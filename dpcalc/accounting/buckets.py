@@ -112,7 +112,9 @@ def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
 
 def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: float,
                       half_width: float, tail_mass: float, failure: float):
-    """(upper, lower, step used, FFT points, single-step PLDs) for one direction."""
+    """(upper, lower, step used, FFT points, single-step PLDs, estimate) for one direction;
+    ``estimate`` is the upper composition read without its float-error bound (not a bound:
+    where to aim a tilted pass)."""
     upper_pld, upper_steps, step = compose_fitting(phases, direction, step, UPPER, half_width,
                                                     tail_mass)
     lower_pld, lower_steps, _ = compose_fitting(phases, direction, step, LOWER, half_width,
@@ -123,29 +125,46 @@ def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: flo
     # UNCLAMPED read-out at δ + f (x may be negative or −∞; η may be negative too).
     lower = max(0.0, lower_pld.loss_quantile(delta + failure, LOWER) - slack)
     points = max(upper_pld.pmf.size, lower_pld.pmf.size)
-    return upper, lower, step, points, (upper_steps, lower_steps, slack)
+    estimate = upper_pld.raw_epsilon(delta)
+    return upper, lower, step, points, (upper_steps, lower_steps, slack), estimate
 
 
 def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float,
-                             upper: float, lower: float) -> tuple[float, float]:
-    """Tighter bounds for one direction from tilted compositions (see pld.compose_tilted);
-    each is kept only where valid (ε ≥ the certified lower bound already found)."""
+                             upper: float, lower: float, target: float) -> tuple[float, float]:
+    """Tighter bounds for one direction from compositions tilted towards ε ≈ ``target``
+    (see pld.compose_tilted); each is kept only where valid (ε ≥ the certified lower bound
+    already found). The lower composition's losses are shifted by the rounding slack on
+    average, so its tilt aims at ``target`` + slack."""
     upper_steps, lower_steps, slack = plds
     valid_from = lower
     try:
-        theta = saddle_tilt(upper_steps, upper)
+        theta = saddle_tilt(upper_steps, target)
         tilted_upper = compose_tilted(upper_steps, theta, tail_mass, valid_from).epsilon(delta, UPPER)
-        theta = saddle_tilt(lower_steps, upper)
-        raw = compose_tilted(lower_steps, theta, tail_mass, valid_from).loss_quantile(delta + failure, LOWER)
+        if valid_from <= tilted_upper < upper:
+            upper = tilted_upper
     except GridTooLarge:
-        return upper, lower
-    if valid_from <= tilted_upper < upper:
-        upper = tilted_upper
-    # The tilted δ was read at ε = raw (the slack only shifts the result), so the window
-    # guarantee must hold there too.
-    if min(raw, raw - slack) >= valid_from and raw - slack > lower:
-        lower = raw - slack
+        pass
+    # The lower composition is read at raw = ε + slack (the slack only shifts the result),
+    # so its window guarantee must hold from valid_from + slack on.
+    lower_valid_from = valid_from + slack
+    try:
+        theta = saddle_tilt(lower_steps, target + slack)
+        raw = compose_tilted(lower_steps, theta, tail_mass, lower_valid_from).loss_quantile(
+            delta + failure, LOWER)
+        if raw >= lower_valid_from and raw - slack > lower:
+            lower = raw - slack
+    except GridTooLarge:
+        pass
     return upper, lower
+
+
+def _tilt_target(upper: float, lower: float, estimate: float, hint: float | None) -> float:
+    """Where to aim the tilted pass: the float read-out of the plain composition, kept
+    between the certified bounds in hand (the hint, e.g. rdp, is one of them)."""
+    high = min(upper, hint) if hint is not None and hint > 0 else upper
+    if not math.isfinite(estimate):
+        estimate = high
+    return min(max(estimate, lower), high)
 
 
 def _check_phase_list(phases) -> PhaseList:
@@ -237,35 +256,61 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         steps = {d: max(step, hinted)
                  if coarse_start or _window_points(phases, d, step) > _HINT_ABOVE_POINTS
                  else step for d, step in steps.items()}
+    # Per direction, the tightest certified (upper, lower) found on any grid so far, and
+    # where a tilted pass should aim (the best estimate of ε so far).
+    best = {d: (math.inf, 0.0) for d in directions}
+    aims: dict[str, float] = {}
+    points, step = 0, max(steps.values())
+    pending = list(directions)
     while True:
-        bounds, points, plds = {}, 0, {}
-        for direction in directions:
-            upper, lower, steps[direction], used_points, plds[direction] = _direction_bounds(
-                phases, direction, steps[direction], delta, half_width, tail_mass, failure)
-            bounds[direction] = (upper, lower)
+        composed = {}
+        for direction in pending:
+            (upper, lower, steps[direction], used_points, plds,
+             estimate) = _direction_bounds(phases, direction, steps[direction], delta,
+                                           half_width, tail_mass, failure)
+            best[direction] = _tighter(best[direction], (upper, lower))
             points = max(points, used_points)
-        step = max(steps.values())
-
-        def gap_met(pairs) -> bool:
-            upper = max(u for u, _ in pairs.values())
-            lower = max(low for _, low in pairs.values())
-            return not math.isfinite(upper) or upper - lower <= max(tolerance * upper, _ABSOLUTE_GAP)
-
-        if not gap_met(bounds) and all(math.isfinite(u) for u, _ in bounds.values()):
+            composed[direction] = (plds, aims.get(direction, estimate))
+        for direction in _open_directions(best, tolerance):
+            if direction not in composed or not math.isfinite(best[direction][0]):
+                continue
             # Float round-off grows like T·2^-52 of the peak: tilt the bulk onto the answer.
-            bounds = {d: _tilted_direction_bounds(plds[d], delta, tail_mass, failure, *bounds[d])
-                      for d in directions}
-        for direction, (upper, lower) in bounds.items():
-            check_consistent(upper, lower, f"ε ({direction})")
-        upper = max(u for u, _ in bounds.values())
-        lower = max(low for _, low in bounds.values())
-        done = gap_met(bounds)
-        best = PldBounds(upper, lower, dict(bounds), step, step, points, done)
+            plds, aim = composed[direction]
+            target = _tilt_target(*best[direction], aim, epsilon_hint)
+            tilted = _tilted_direction_bounds(plds, delta, tail_mass, failure, *best[direction],
+                                              target)
+            best[direction] = _tighter(best[direction], tilted)
+            aims[direction] = best[direction][0]
+        for direction in directions:
+            check_consistent(*best[direction], f"ε ({direction})")
+        step = max(steps.values())
+        upper = max(u for u, _ in best.values())
+        lower = max(low for _, low in best.values())
+        pending = _open_directions(best, tolerance)
+        done = not pending
+        result = PldBounds(upper, lower, dict(best), step, step, points, done)
         # Halving h doubles the window: refine only while that stays within the work limit
         # (a count, not a clock, so the answer never depends on the machine's load).
         if done or grid_step is not None or step < 1e-7 or 2 * points > max_refined_points:
-            return best
+            return result
         steps = {d: value / 2.0 for d, value in steps.items()}
+
+
+def _tighter(first: tuple[float, float], second: tuple[float, float]) -> tuple[float, float]:
+    """The tighter of two certified (upper, lower) pairs of one quantity, side by side."""
+    return min(first[0], second[0]), max(first[1], second[1])
+
+
+def _open_directions(best: dict, tolerance: float) -> list[str]:
+    """Directions whose bounds still decide whether the gap is met: the overall ε is the
+    largest upper bound, certified from below by the largest lower bound, so a direction
+    whose upper bound is within the tolerated gap of that lower bound is settled."""
+    upper = max(u for u, _ in best.values())
+    lower = max(low for _, low in best.values())
+    if not math.isfinite(upper):  # p_∞ > δ somewhere: no finer grid changes that
+        return []
+    allowed = lower + max(tolerance * upper, _ABSOLUTE_GAP)
+    return [d for d, (u, _) in best.items() if u > allowed]
 
 
 def delta_bounds(phases: PhaseList, epsilon: float, grid_step: float | None = None) -> PldBounds:

@@ -25,9 +25,9 @@ rfft/irfft). Three error sources, each bounded from the data actually used:
 
 Every entry of the inverse of an error vector E is at most (1/n)Σ_k |E_k|, and every entry of
 an L2 error at most its norm, so the sum of the three terms bounds the error of every entry.
-Finally the input pmfs are themselves rounded (relative error ≤ 16u per entry — a few
-operations each — all positive), so the exact composition of the exact pmfs is within a
-factor (1 ± 16u)^T of it: a relative term 16u·ΣT_i per entry (returned separately).
+Finally the input pmfs are themselves rounded (relative error ≤ r per entry, r = 16u for a few
+operations each, more for tilted inputs — all positive), so the exact composition of the exact
+pmfs is within a factor (1 ± r)^T of it: a relative term r·ΣT_i per entry (returned separately).
 """
 from __future__ import annotations
 
@@ -65,8 +65,9 @@ class CompositionErrorBound:
     """Accumulates, phase by phase, what the bound needs; ``absolute()`` and
     ``relative()`` give the per-entry error bounds of the composed pmf."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, input_relative_error: float = 16.0 * UNIT_ROUNDOFF):
         self.size = size
+        self.input_relative_error = input_relative_error
         self.relative_fft = fft_relative_error(size)
         # (measured |δz_k| or None, L2 bound on the rest, T_i, log M_i) per phase
         self.phases: list[tuple] = []
@@ -92,7 +93,9 @@ class CompositionErrorBound:
         modulus = np.abs(transformed)
         largest = bound + (0.0 if measured is None else measured)  # ≥ |δz_k| for every k
         with np.errstate(divide="ignore"):
-            log_bound = np.log(np.minimum(1.0, modulus + largest))
+            # M ≥ |z| (a characteristic function: ≤ 1) and ≥ |ẑ| (which may exceed 1 by
+            # round-off): the mean value bound runs over the segment between them.
+            log_bound = np.log(np.maximum(modulus, np.minimum(1.0, modulus + largest)))
             log_modulus = np.log(modulus)
         log_size = np.sqrt(np.where(np.isfinite(log_modulus), log_modulus, 0.0) ** 2
                            + np.angle(transformed) ** 2)
@@ -136,5 +139,7 @@ class CompositionErrorBound:
         return (propagated + rounding) / size + inverse + underflow
 
     def relative(self) -> float:
-        """The relative error per entry from rounding of the input pmfs: 16u·ΣT_i."""
-        return 16.0 * UNIT_ROUNDOFF * self.total_steps
+        """The relative error per entry from rounding of the input pmfs: r·ΣT_i, r the
+        relative error of each input entry (16u: a few operations each; more for tilted
+        inputs, whose exponents carry their own round-off)."""
+        return self.input_relative_error * self.total_steps

@@ -193,6 +193,12 @@ class ComposedPld:
         """The smallest ε ≥ 0 with δ(ε) ≤ delta (math.inf if none), on the side ``bound``."""
         return max(0.0, self.loss_quantile(delta, bound))
 
+    def raw_epsilon(self, delta: float) -> float:
+        """ε(δ) of the computed pmf as it is, float error ignored: an estimate, NOT a bound."""
+        bare = ComposedPld(self.grid_step, self.offset, np.maximum(self.pmf, 0.0),
+                           self.infinity_mass, 0.0, 0.0, self.valid_from)
+        return bare.epsilon(delta, UPPER)
+
     def loss_quantile(self, delta: float, bound: str) -> float:
         """inf{x : δ(x) ≤ delta}, NOT clamped at 0: may be negative, or −inf when δ(x) ≤
         delta everywhere. A lower bound that shifts this value by a rounding slack must
@@ -359,7 +365,8 @@ def _power(values: np.ndarray, exponent: int) -> np.ndarray:
 
 
 def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
-            max_points: int = MAX_FFT_POINTS) -> ComposedPld:
+            max_points: int = MAX_FFT_POINTS,
+            input_relative_error: float = 16.0 * UNIT_ROUNDOFF) -> ComposedPld:
     """T-fold self-composition of each PLD, then their product, by one FFT.
 
     ``tail_mass`` τ: the window is chosen so that at most τ of the composed mass lies on
@@ -383,7 +390,7 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
     size = sp_fft.next_fast_len(needed + max(64, needed // 32), real=True)
     spectrum = None
     log_finite_mass = 0.0
-    error_bound = CompositionErrorBound(size)
+    error_bound = CompositionErrorBound(size, input_relative_error)
     for pld, steps in plds_with_steps:
         folded = pld.pmf
         if folded.size > size:
@@ -485,11 +492,18 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
     """
     step = plds_with_steps[0][0].grid_step
     tilted, log_scale, log_scale_size = [], 0.0, 0.0
+    input_relative = 16.0 * UNIT_ROUNDOFF
     for pld, steps in plds_with_steps:
         keep = pld.pmf > 0
         with np.errstate(divide="ignore"):
-            exponents = np.where(keep, np.log(np.where(keep, pld.pmf, 1.0)) + theta * pld.losses, -np.inf)
+            log_masses = np.log(np.where(keep, pld.pmf, 1.0))
+            exponents = np.where(keep, log_masses + theta * pld.losses, -np.inf)
         top = float(exponents.max())
+        # Each tilted weight exp(ln p + θℓ − top) carries the round-off of its exponent,
+        # u·(|ln p| + 2|θℓ| + |exponent − top| + |top|), on top of the input's own 16u.
+        magnitudes = np.abs(log_masses) + 2.0 * np.abs(theta * pld.losses) + np.abs(exponents - top)
+        largest = float(np.max(np.where(keep, magnitudes, 0.0))) + abs(top) + 2.0
+        input_relative = max(input_relative, 16.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * largest)
         weights = np.exp(exponents - top)
         log_mgf = top + math.log(float(weights.sum()))
         tilted.append((DiscretePld(step, pld.offset, weights / weights.sum(), 0.0), steps))
@@ -497,7 +511,7 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
         log_scale_size += steps * (abs(log_mgf) + abs(top))
     log_window = math.log(tail_mass / 2.0) - (log_scale - theta * valid_from)
     tilted_tail = math.exp(min(max(log_window, -690.0), math.log(0.01)))
-    inner = compose(tilted, tilted_tail, max_points)
+    inner = compose(tilted, tilted_tail, max_points, input_relative)
     losses = (inner.offset + np.arange(inner.pmf.size)) * step
     log_factor = np.minimum(log_scale - theta * losses, 700.0)
     factor = np.exp(log_factor)
