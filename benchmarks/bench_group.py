@@ -50,8 +50,8 @@ def breakdown() -> dict:
     }
     labels = {"inverse_loss": "mixture.inverse_loss (in log_tails)",
               "log_tails": "mixture.log_tails (in discretise)",
-              "discretise": "pld.discretise", "compose": "pld.compose (FFT)",
-              "rounding_slack": "pld.rounding_slack", "epsilon": "ComposedPld.epsilon"}
+              "discretise": "discretise.discretise", "compose": "fft_compose.compose (FFT)",
+              "rounding_slack": "chernoff.rounding_slack", "epsilon": "ComposedPld.epsilon"}
     try:
         for (owner, name), function in originals.items():
             setattr(owner, name, _timed(seconds, labels[name], function))

@@ -21,7 +21,9 @@ from dpcalc.accounting import buckets
 from dpcalc.accounting.buckets import epsilon_bounds, schedule_phases
 from dpcalc.accounting.gaussian import gdp_epsilon
 from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.pld import UPPER, compose, discretise
+from dpcalc.accounting.discretise import discretise
+from dpcalc.accounting.fft_compose import compose
+from dpcalc.accounting.pld import UPPER
 from dpcalc.accounting.registry import get_accountant
 from dpcalc.accounting.schedule import Schedule
 

@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from scipy.special import ndtri
 
 from dpcalc.accounting.base import Accountant
-from dpcalc.accounting.pld import (LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge, compose,
-                                   compose_tilted, discretise, rounding_slack, saddle_tilt)
+from dpcalc.accounting.chernoff import rounding_slack
+from dpcalc.accounting.discretise import discretise
+from dpcalc.accounting.fft_compose import compose
+from dpcalc.accounting.pld import LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge
+from dpcalc.accounting.tilt import compose_tilted, saddle_tilt
 from dpcalc.accounting.result import EpsilonResult
 from dpcalc.accounting.schedule import MAX_STEPS, Schedule
 from dpcalc.accounting.worst_case import worst_case
@@ -132,7 +135,7 @@ def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: flo
 def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float,
                              upper: float, lower: float, target: float) -> tuple[float, float]:
     """Tighter bounds for one direction from compositions tilted towards ε ≈ ``target``
-    (see pld.compose_tilted); each is kept only where valid (ε ≥ the certified lower bound
+    (see tilt.compose_tilted); each is kept only where valid (ε ≥ the certified lower bound
     already found). The lower composition's losses are shifted by the rounding slack on
     average, so its tilt aims at ``target`` + slack."""
     upper_steps, lower_steps, slack = plds
@@ -209,7 +212,7 @@ def _window_points(phases: PhaseList, direction: str, step: float) -> float:
 
 
 def _hinted_step(hint: float | None, tolerance: float, total_steps: int, failure: float) -> float:
-    """A grid step whose rounding slack (η ≈ h·√(T·ln(1/f)/6), pld.rounding_slack) is a
+    """A grid step whose rounding slack (η ≈ h·√(T·ln(1/f)/6), chernoff.rounding_slack) is a
     quarter of the tolerated gap at ε ≈ ``hint``: no finer grid is needed to meet it."""
     if hint is None or not (math.isfinite(hint) and hint > 0.0):
         return 0.0

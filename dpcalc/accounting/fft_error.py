@@ -1,4 +1,4 @@
-"""A priori bound on the float error of the FFT composition in pld.compose.
+"""A priori bound on the float error of the FFT composition in fft_compose.compose.
 
 The composition computes c = F⁻¹(Π_i F(p_i)^{T_i}) in float64 (unnormalised DFT of size n,
 rfft/irfft). Three error sources, each bounded from the data actually used:

@@ -4,7 +4,7 @@ One discretisation per direction (connect-the-dots, pld.py) on the grid the pb e
 picks for the largest T, composed once per T; each composed PLD then answers ε(δ) for
 any δ down to the smallest δ it was sized for. At small δ a plain FFT composition is
 swamped by its own float error (fft_error.py), so a profile may also hold compositions
-tilted towards larger ε (pld.compose_tilted, valid from ε = 0): each is a certified upper
+tilted towards larger ε (tilt.compose_tilted, valid from ε = 0): each is a certified upper
 bound, tight near its target, and a query takes the smallest of them.
 """
 from __future__ import annotations
@@ -17,7 +17,9 @@ import numpy as np
 
 from dpcalc.accounting.buckets import (TAIL_FRACTION, GridTooLarge, compose_fitting,
                                        initial_grid_step, tail_half_width)
-from dpcalc.accounting.pld import UPPER, ComposedPld, compose, compose_tilted, saddle_tilt
+from dpcalc.accounting.fft_compose import compose
+from dpcalc.accounting.pld import UPPER, ComposedPld
+from dpcalc.accounting.tilt import compose_tilted, saddle_tilt
 
 # Tilted compositions per direction, at targets spread between the profile's ε at the
 # largest and at the smallest δ it serves.

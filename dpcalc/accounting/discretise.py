@@ -1,0 +1,103 @@
+"""One step of a dominating pair on a loss grid: the two discretisations pb composes.
+
+From the bucket masses (P_k, Q_k) of the loss intervals (e_k, e_{k+1}]:
+
+* ``upper`` — connect-the-dots (Doroshenko et al. 2022): each bucket's mass is split
+  between its two grid points preserving both P_k and Q_k. Its privacy curve is the
+  chord of the true (convex in e^ε) curve, so the pair dominates the true pair and
+  every composition of it is a certified upper bound; the error is second order in h.
+  Loss below the grid is rounded up to its first point, loss above it goes to +∞.
+
+* ``lower`` — the pair bucketed into loss intervals centred on the grid points (a
+  post-processing of the true pair, so dominated by it), each bucket's exact loss
+  ℓ_k = ln(P_k/Q_k) rounded to its grid point, an error of at most h/2 and, for a
+  smooth PLD, of order h². The rounding errors E_t of the T steps are independent with a known law, so
+  a Chernoff bound with their exact moment generating function gives η with
+  P(Σ E_t > η) ≤ f; then δ_true(ε) ≥ δ_rounded(ε + η) − f (the concentration
+  argument of Gopi, Lee, Wutschitz 2021, §5, with the exact MGF in place of
+  Hoeffding's lemma; chernoff.rounding_slack). Loss below the grid is dropped and the top
+  bucket rounded down: both only lower δ, and their errors are bounded by 0 in the MGF.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcalc.accounting.mixture import GaussianMixturePair, _log_diff
+from dpcalc.accounting.pld import LOWER, UPPER, DiscretePld
+
+
+def _bucket_masses(pair: GaussianMixturePair, direction: str, edges: np.ndarray):
+    """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]], and the log tails at the ends.
+
+    Each mass is a difference of whichever tail is smaller, keeping relative accuracy.
+    """
+    p_above, p_below, q_above, q_below = pair.log_tails(direction, edges)
+    use_upper = p_above[:-1] < math.log(0.5)
+    log_p = np.where(use_upper, _log_diff(p_above[:-1], p_above[1:]),
+                     _log_diff(p_below[1:], p_below[:-1]))
+    use_upper_q = q_above[:-1] < math.log(0.5)
+    log_q = np.where(use_upper_q, _log_diff(q_above[:-1], q_above[1:]),
+                     _log_diff(q_below[1:], q_below[:-1]))
+    return log_p, log_q, float(p_below[0]), float(p_above[-1])
+
+
+def connect_the_dots(pair, direction: str, grid_step: float, first: int, last: int):
+    """Connect-the-dots masses on the grid points first..last (in units of ``grid_step``)
+    of the buckets between them, and the P-masses below the first and above the last
+    point: (pmf, mass below, mass above)."""
+    grid = np.arange(first, last + 1) * grid_step
+    # Buckets (e_k, e_{k+1}] between grid points.
+    log_p, log_q, log_below, log_above = _bucket_masses(pair, direction, grid)
+    mass = np.exp(log_p)
+    # Exact in-bucket loss ℓ_k = ln(P_k/Q_k) as an offset in [0, h] from e_k.
+    with np.errstate(invalid="ignore"):
+        offset_in_bucket = np.clip(log_p - log_q - grid[:-1], 0.0, grid_step)
+    offset_in_bucket = np.where(np.isfinite(offset_in_bucket), offset_in_bucket, grid_step)
+    # Connect-the-dots split preserving P_k and Q_k: mass b at e_{k+1}, P_k − b at e_k.
+    to_right = mass * (-np.expm1(-offset_in_bucket)) / (-math.expm1(-grid_step))
+    to_right = np.minimum(to_right, mass)
+    pmf = np.zeros(grid.size)
+    pmf[1:] += to_right
+    pmf[:-1] += mass - to_right
+    return pmf, math.exp(log_below), math.exp(log_above)
+
+
+def centred_rounding(pair, direction: str, grid_step: float, first: int, last: int):
+    """The pair bucketed into loss intervals centred on the grid points first..last, each
+    bucket's exact loss rounded to its point: (pmf, rounding errors (rounded − exact),
+    P-mass below the lowest bucket, P-mass above the highest)."""
+    grid = np.arange(first, last + 1) * grid_step
+    # Buckets (e_k − h/2, e_k + h/2] centred on grid points: each bucket's exact loss
+    # ℓ_k = ln(P_k/Q_k) lies within h/2 of e_k, and for a smooth PLD within O(h²).
+    edges = (np.arange(first, last + 2) - 0.5) * grid_step
+    log_p, log_q, log_below, log_above = _bucket_masses(pair, direction, edges)
+    pmf = np.exp(log_p)
+    with np.errstate(invalid="ignore"):
+        errors = np.clip(grid - (log_p - log_q), -0.5 * grid_step, 0.5 * grid_step)
+    errors = np.where(np.isfinite(errors), errors, 0.0)
+    return pmf, errors, math.exp(log_below), math.exp(log_above)
+
+
+def discretise(pair: GaussianMixturePair, direction: str, grid_step: float,
+               tail_half_width: float, bound: str) -> DiscretePld:
+    """One step of ``pair`` in ``direction`` on the grid of width ``grid_step``.
+
+    ``tail_half_width`` K: the grid covers the losses of outputs x in [−Kσ, k + Kσ].
+    """
+    low, high = pair.loss_range(direction, tail_half_width)
+    first = math.floor(low / grid_step)
+    last = max(math.ceil(high / grid_step), first + 1)
+    if bound == UPPER:
+        pmf, below, above = connect_the_dots(pair, direction, grid_step, first, last)
+        pmf[0] += below  # loss below the grid, rounded up
+        return DiscretePld(grid_step, first, pmf, above)  # above the grid: +∞
+    if bound == LOWER:
+        pmf, errors, below, above = centred_rounding(pair, direction, grid_step, first, last)
+        pmf[-1] += above  # top bucket rounded down; bottom dropped (error ≤ 0: bound by 0)
+        rest = np.array([above + below])
+        return DiscretePld(grid_step, first, pmf, 0.0,
+                           np.concatenate([pmf[:-1], [pmf[-1] - above], rest]),
+                           np.concatenate([errors, [0.0]]))
+    raise ValueError(f"bound must be {UPPER!r} or {LOWER!r}")

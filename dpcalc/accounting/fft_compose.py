@@ -1,0 +1,86 @@
+"""T-fold composition of discrete PLDs by one FFT over a Chernoff window.
+
+Mass outside the window wraps around inside it; the upper bound adds τ to the +∞ atom,
+the lower bound subtracts it (accounting-methods.md §2, the FFT trap). The float error
+of every entry is bounded a priori or measured (fft_error.py).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import fft as sp_fft
+
+from dpcalc.accounting.chernoff import _chernoff_window
+from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, CompositionErrorBound
+from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
+
+
+def _power(values: np.ndarray, exponent: int) -> np.ndarray:
+    """values**exponent, skipping the entries that underflow to 0 anyway."""
+    if exponent == 1:
+        return values
+    with np.errstate(divide="ignore"):
+        log_modulus = 0.5 * np.log(values.real**2 + values.imag**2)
+    alive = exponent * log_modulus > -745.0
+    out = np.zeros_like(values)
+    out[alive] = values[alive] ** exponent
+    return out
+
+
+def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
+            max_points: int = MAX_FFT_POINTS,
+            input_relative_error: float = 16.0 * UNIT_ROUNDOFF) -> ComposedPld:
+    """T-fold self-composition of each PLD, then their product, by one FFT.
+
+    ``tail_mass`` τ: the window is chosen so that at most τ of the composed mass lies on
+    each side of it (Chernoff); 2τ is then reported as ``window_mass``.
+    """
+    step = plds_with_steps[0][0].grid_step
+    if len(plds_with_steps) == 1 and plds_with_steps[0][1] == 1:
+        single = plds_with_steps[0][0]  # one step: nothing to compose, nothing to round off
+        return ComposedPld(step, single.offset, single.pmf.copy(), single.infinity_mass, 0.0, 0.0)
+    support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
+    support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
+    lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
+    lo_index = max(support_lo, math.floor(lo / step))
+    hi_index = min(support_hi, math.ceil(hi / step))
+    window_mass = 0.0 if (lo_index == support_lo and hi_index == support_hi) else 2 * tail_mass
+    needed = hi_index - lo_index + 1
+    if needed > max_points:
+        raise GridTooLarge(needed)
+    # A pad beyond the window: its positions hold at most 2τ of true mass, so what the FFT
+    # puts there measures its own float error.
+    size = sp_fft.next_fast_len(needed + max(64, needed // 32), real=True)
+    spectrum = None
+    log_finite_mass = 0.0
+    error_bound = CompositionErrorBound(size, input_relative_error)
+    for pld, steps in plds_with_steps:
+        folded = pld.pmf
+        if folded.size > size:
+            folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
+        transformed = sp_fft.rfft(folded, size)
+        error_bound.add_phase(folded, transformed, steps)
+        transformed = _power(transformed, steps)
+        spectrum = transformed if spectrum is None else spectrum * transformed
+        log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
+    circular = sp_fft.irfft(spectrum, size)
+    # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
+    shift = -((lo_index - support_lo) % size)
+    rolled = np.roll(circular, shift)
+    composed, pad = rolled[:needed], rolled[needed:]
+    # The inverse transform's own error is measured only when its a priori bound could add
+    # more than 1e4·τ (about 1e-5·δ) to δ over the whole window.
+    budget = 1e4 * tail_mass / needed
+    inverse = np.roll(np.broadcast_to(error_bound.inverse_error(spectrum, circular, budget),
+                                      (size,)), shift)[:needed]
+    # Float error of every entry: the a priori bound of fft_error.py (absolute, plus a
+    # relative term for the rounded inputs). The pad beyond the window holds at most 2τ of
+    # true mass; what the FFT puts there must lie within the bound (a cross-check, kept as a
+    # floor so a bound that failed could never be smaller than an error actually seen).
+    measured = max(0.0, float(np.abs(pad).max()) - 2 * tail_mass) if pad.size else 0.0
+    absolute = max(error_bound.absolute(spectrum, include_inverse=False), measured,
+                   float(max(0.0, -composed.min())))
+    noise_floor = absolute + inverse + error_bound.relative() * np.abs(composed)
+    infinity = -math.expm1(log_finite_mass)
+    return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)
