@@ -280,6 +280,7 @@ class RiskBounds:
     prior: float
     baseline: float | None
     details: dict = field(default_factory=dict)
+    run: ComposedRun | None = field(default=None, repr=False, compare=False)
 
 
 def failure_for(probabilities) -> float:
@@ -361,4 +362,4 @@ def risk_bounds(schedule, fprs=DEFAULT_FPRS, prior: float = 0.5, baseline: float
     details = {"grid_step": run.grid_step, "rounding_slack": run.slack,
                "rounding_failure": run.failure, "fft_points": run.fft_points}
     return RiskBounds(figures, advantage, posterior, reconstruction, gdp_mu_bounds(run), prior,
-                      baseline, details)
+                      baseline, details, run)

@@ -10,6 +10,7 @@ from dpcalc import __version__
 from dpcalc.cli.compare import compare_command
 from dpcalc.cli.epsilon import epsilon_command
 from dpcalc.cli.group import group_command
+from dpcalc.cli.risk import risk_command
 from dpcalc.cli.sigma import sigma_command
 from dpcalc.cli.simulate import simulate_command
 from dpcalc.errors import DpcalcError
@@ -43,6 +44,7 @@ app.command("sigma")(sigma_command)
 app.command("compare")(compare_command)
 app.command("simulate")(simulate_command)
 app.command("group")(group_command)
+app.command("risk")(risk_command)
 
 
 def _is_usage_error(error: Exception) -> bool:
