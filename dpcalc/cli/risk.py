@@ -81,9 +81,10 @@ def risk_records(bounds: RiskBounds) -> list[dict]:
                                 "attack"]))
     gdp = bounds.gdp
     low, high = gdp.fpr_range
-    records.append(_record("gdp_mu", None, gdp.upper, gdp.lower, 0.0,
-                           [f"certified: TPR ≤ Φ(Φ⁻¹(FPR) + μ) for every FPR in [{low:.3g}, "
-                            f"{high:.12g}]; the lower bound: no smaller μ holds there"]))
+    records.append({**_record("gdp_mu", None, gdp.upper, gdp.lower, 0.0,
+                              [f"certified: TPR ≤ Φ(Φ⁻¹(FPR) + μ) for every FPR in [{low:.3g}, "
+                               f"{high:.12g}]; the lower bound: no smaller μ holds there"]),
+                    "fpr_range": [low, high]})
     return records
 
 
