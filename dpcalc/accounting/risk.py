@@ -57,6 +57,9 @@ SMALLEST_FPR = 1e-12
 # The rounding failure f of the lower profiles, relative to the smallest probability asked.
 _FAILURE_FRACTION = 1e-4
 _MAX_EXPONENT = 700.0
+# Every figure is widened outward by this relative amount: the upper profile equals the true
+# one at grid points up to float round-off, which may fall on either side.
+_ROUNDOFF = 1e-10
 _WORK_PER_CHUNK = 4_000_000
 
 
@@ -270,6 +273,12 @@ class Figure:
     at: float | None = None
 
 
+def _outward(name: str, upper: float, lower: float | None, at: float | None = None) -> Figure:
+    """A figure with its bounds moved outward by the float round-off allowance."""
+    return Figure(name, min(1.0, upper * (1.0 + _ROUNDOFF)),
+                  None if lower is None else max(0.0, lower * (1.0 - _ROUNDOFF)), at)
+
+
 @dataclass(frozen=True)
 class RiskBounds:
     tpr: list[Figure]
@@ -293,8 +302,8 @@ def posterior_bounds(run: ComposedRun, prior: float) -> Figure:
     threshold = abs(math.log(prior) - math.log1p(-prior))
     upper_delta, lower_delta = _delta_bounds_at(run, threshold)
     base, weight = max(prior, 1.0 - prior), min(prior, 1.0 - prior)
-    return Figure("posterior_success", base + weight * upper_delta, base + weight * lower_delta,
-                  prior)
+    return _outward("posterior_success", base + weight * upper_delta, base + weight * lower_delta,
+                    prior)
 
 
 def _relative_gap(figures: list[Figure]) -> float:
@@ -304,10 +313,10 @@ def _relative_gap(figures: list[Figure]) -> float:
 def _figures_of(run: ComposedRun, alphas: np.ndarray) -> list[Figure]:
     """TPR bounds at each α, then the advantage, each checked lower ≤ upper."""
     uppers, lowers = tpr_upper(run, alphas), tpr_lower(run, alphas)
-    figures = [Figure("tpr", float(u), float(low), float(a))
+    figures = [_outward("tpr", float(u), float(low), float(a))
                for a, u, low in zip(alphas, uppers, lowers)]
     upper_tv, lower_tv = _delta_bounds_at(run, 0.0)
-    figures.append(Figure("advantage", upper_tv, lower_tv))
+    figures.append(_outward("advantage", upper_tv, lower_tv))
     for figure in figures:
         check_consistent(figure.upper, figure.lower, f"{figure.name} at {figure.at}")
     return figures
