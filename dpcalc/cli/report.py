@@ -76,7 +76,9 @@ def report_command(
     options = {"--q": q, "--batch-size": batch_size, "--dataset-size": dataset_size,
                "--sigma": sigma, "--steps": steps, "--epochs": epochs, "--phase": phase or None,
                "--sampling": run.schedule.samplings[0] if not phase else None,
-               "--adjacency": run.schedule.adjacency, "--delta": f"{target_delta:g}"}
+               "--adjacency": run.schedule.adjacency, "--delta": f"{target_delta:g}",
+               "--fpr": ",".join(f"{value:g}" for value in fprs), "--prior": f"{prior_value:g}",
+               "--baseline": None if kappa is None else f"{kappa:g}"}
     statement = {
         "epsilon": {"upper": result.epsilon, "lower": result.epsilon_lower},
         "delta": target_delta,
