@@ -6,8 +6,6 @@ from typing import List, Optional
 
 import typer
 
-from dpcalc.accounting.buckets import delta_bounds, schedule_phases
-from dpcalc.accounting.evaluate import make_accountant
 from dpcalc.accounting.registry import resolve_names
 from dpcalc.cli import options as opt
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
@@ -23,6 +21,9 @@ EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT", help="ε ≥ 0 
 def delta_record(name: str, schedule, epsilon: float) -> dict:
     """{"accountant", "delta", "delta_upper", "delta_lower", "certified", "kind", "notes"}:
     "delta" is the value to report (pb: its certified upper bound)."""
+    from dpcalc.accounting.buckets import delta_bounds, schedule_phases
+    from dpcalc.accounting.evaluate import make_accountant
+
     accountant = make_accountant(name)
     record = {"accountant": name, "delta": None, "delta_upper": None, "delta_lower": None,
               "certified": accountant.certified,

@@ -8,7 +8,6 @@ from typing import List, Optional
 
 from dpcalc import __version__
 from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.risk import risk_bounds
 from dpcalc.cli import options as opt
 from dpcalc.cli.render import OutputFormat, json_text, plain_upper
 from dpcalc.cli.risk import BASELINE, FPR, PRIOR, RISK_TOLERANCE, parse_fprs, risk_records
@@ -62,6 +61,8 @@ def report_command(
     """A reviewer-ready privacy statement in Markdown (--format json: the same figures and
     the Markdown; plain: ε): model, run, certified ε at δ with the 1/N check, attack-risk
     bounds and the caveats that apply."""
+    from dpcalc.accounting.risk import risk_bounds
+
     run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
                          adjacency)
     target_delta = check_delta(delta)

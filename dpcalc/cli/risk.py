@@ -12,7 +12,6 @@ from typing import List, Optional
 
 import typer
 
-from dpcalc.accounting.risk import DEFAULT_FPRS, RiskBounds, risk_bounds
 from dpcalc.cli import options as opt
 from dpcalc.cli.records import INPUT_LABELS
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
@@ -21,7 +20,7 @@ from dpcalc.cli.schedule_options import build_schedule, model_footnote
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_range
 
-FPR = typer.Option(",".join(f"{value:g}" for value in DEFAULT_FPRS), "--fpr", metavar="LIST",
+FPR = typer.Option("1e-3,1e-2,0.1", "--fpr", metavar="LIST",
                    help="False-positive rates of the membership test, comma-separated, each in "
                         "[1e-12, 1).")
 PRIOR = typer.Option("0.5", "--prior", metavar="FLOAT",
@@ -67,7 +66,7 @@ def _record(measure: str, at, upper: float, lower, baseline, notes=()) -> dict:
             "notes": list(notes)}
 
 
-def risk_records(bounds: RiskBounds) -> list[dict]:
+def risk_records(bounds) -> list[dict]:
     """One JSON record per figure; "value" is the safe one (= "upper")."""
     records = [_record("tpr", f.at, f.upper, f.lower, f.at) for f in bounds.tpr]
     records.append(_record("advantage", None, bounds.advantage.upper, bounds.advantage.lower, 0.0))
@@ -119,7 +118,7 @@ def risk_footnotes(inputs: dict, records: list[dict]) -> list[str]:
     return notes
 
 
-def draw_tradeoff(path: str, bounds: RiskBounds, log_axes: bool, title: str) -> None:
+def draw_tradeoff(path: str, bounds, log_axes: bool, title: str) -> None:
     """The certified trade-off band on an FPR grid (computed here, drawn by plots.py)."""
     import numpy as np
 
@@ -158,6 +157,8 @@ def risk_command(
     Same inputs as `dpcalc epsilon`; every figure holds for the stated model (--sampling,
     --adjacency).
     """
+    from dpcalc.accounting.risk import risk_bounds
+
     run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
                          adjacency)
     fprs = parse_fprs(fpr)
