@@ -273,10 +273,12 @@ class Figure:
     at: float | None = None
 
 
-def _outward(name: str, upper: float, lower: float | None, at: float | None = None) -> Figure:
-    """A figure with its bounds moved outward by the float round-off allowance."""
-    return Figure(name, min(1.0, upper * (1.0 + _ROUNDOFF)),
-                  None if lower is None else max(0.0, lower * (1.0 - _ROUNDOFF)), at)
+def _outward(name: str, upper: float, lower: float | None, at: float | None = None,
+             trivial: float = 0.0) -> Figure:
+    """A figure with its bounds moved outward by the float round-off allowance; the lower
+    bound never below ``trivial``, what an attack that ignores the output achieves."""
+    return Figure(name, min(1.0, max(upper * (1.0 + _ROUNDOFF), trivial)),
+                  None if lower is None else max(trivial, lower * (1.0 - _ROUNDOFF)), at)
 
 
 @dataclass(frozen=True)
@@ -303,7 +305,7 @@ def posterior_bounds(run: ComposedRun, prior: float) -> Figure:
     upper_delta, lower_delta = _delta_bounds_at(run, threshold)
     base, weight = max(prior, 1.0 - prior), min(prior, 1.0 - prior)
     return _outward("posterior_success", base + weight * upper_delta, base + weight * lower_delta,
-                    prior)
+                    prior, base)
 
 
 def _relative_gap(figures: list[Figure]) -> float:
@@ -313,7 +315,7 @@ def _relative_gap(figures: list[Figure]) -> float:
 def _figures_of(run: ComposedRun, alphas: np.ndarray) -> list[Figure]:
     """TPR bounds at each α, then the advantage, each checked lower ≤ upper."""
     uppers, lowers = tpr_upper(run, alphas), tpr_lower(run, alphas)
-    figures = [_outward("tpr", float(u), float(low), float(a))
+    figures = [_outward("tpr", float(u), float(low), float(a), float(a))
                for a, u, low in zip(alphas, uppers, lowers)]
     upper_tv, lower_tv = _delta_bounds_at(run, 0.0)
     figures.append(_outward("advantage", upper_tv, lower_tv))
