@@ -4,7 +4,7 @@ _dpcalc() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "compare epsilon group sigma simulate --version --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "compare delta epsilon group report risk sigma simulate --version --help -h" -- "$cur"))
         return
     fi
     cmd="${COMP_WORDS[1]}"
@@ -27,6 +27,23 @@ _dpcalc() {
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
             COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --sampling --adjacency --delta --accountant -a --tolerance --plot --format -f --help -h" -- "$cur"))
+            ;;
+        delta)
+            case "$prev" in
+                --epsilon|-e) return ;;
+                --q) return ;;
+                --batch-size) return ;;
+                --dataset-size) return ;;
+                --sigma) return ;;
+                --steps) return ;;
+                --epochs) return ;;
+                --phase) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
+                --accountant|-a) COMPREPLY=($(compgen -W "pb rdp moments abadi gdp strong naive all" -- "$cur")); return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--epsilon -e --q --batch-size --dataset-size --sigma --steps --epochs --phase --sampling --adjacency --accountant -a --format -f --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -67,9 +84,52 @@ _dpcalc() {
             esac
             COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --steps --epochs --delta --sampling --adjacency --method -m --target-epsilon --tolerance --plot --plot-kind --format -f --help -h" -- "$cur"))
             ;;
+        report)
+            case "$prev" in
+                --q) return ;;
+                --batch-size) return ;;
+                --dataset-size) return ;;
+                --sigma) return ;;
+                --steps) return ;;
+                --epochs) return ;;
+                --phase) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
+                --delta) return ;;
+                --fpr) return ;;
+                --prior) return ;;
+                --baseline) return ;;
+                --tolerance) return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --sampling --adjacency --delta --fpr --prior --baseline --tolerance --format -f --help -h" -- "$cur"))
+            ;;
+        risk)
+            case "$prev" in
+                --q) return ;;
+                --batch-size) return ;;
+                --dataset-size) return ;;
+                --sigma) return ;;
+                --steps) return ;;
+                --epochs) return ;;
+                --phase) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed" -- "$cur")); return ;;
+                --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one" -- "$cur")); return ;;
+                --fpr) return ;;
+                --prior) return ;;
+                --baseline) return ;;
+                --tolerance) return ;;
+                --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--q --batch-size --dataset-size --sigma --steps --epochs --phase --sampling --adjacency --fpr --prior --baseline --tolerance --plot --log-axes --format -f --help -h" -- "$cur"))
+            ;;
         sigma)
             case "$prev" in
                 --epsilon|-e) return ;;
+                --max-tpr) return ;;
+                --at-fpr) return ;;
+                --max-advantage) return ;;
                 --delta) return ;;
                 --q) return ;;
                 --batch-size) return ;;
@@ -85,7 +145,7 @@ _dpcalc() {
                 --sensitivity) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --delta --q --batch-size --dataset-size --steps --epochs --phase --sampling --adjacency --accountant -a --precision --tolerance --sensitivity --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --max-tpr --at-fpr --max-advantage --delta --q --batch-size --dataset-size --steps --epochs --phase --sampling --adjacency --accountant -a --precision --tolerance --sensitivity --format -f --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in

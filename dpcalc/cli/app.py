@@ -8,8 +8,11 @@ import typer
 
 from dpcalc import __version__
 from dpcalc.cli.compare import compare_command
+from dpcalc.cli.delta import delta_command
 from dpcalc.cli.epsilon import epsilon_command
 from dpcalc.cli.group import group_command
+from dpcalc.cli.report import report_command
+from dpcalc.cli.risk import risk_command
 from dpcalc.cli.sigma import sigma_command
 from dpcalc.cli.simulate import simulate_command
 from dpcalc.errors import DpcalcError
@@ -39,10 +42,13 @@ def _root(
 
 
 app.command("epsilon")(epsilon_command)
+app.command("delta")(delta_command)
 app.command("sigma")(sigma_command)
 app.command("compare")(compare_command)
 app.command("simulate")(simulate_command)
 app.command("group")(group_command)
+app.command("risk")(risk_command)
+app.command("report")(report_command)
 
 
 def _is_usage_error(error: Exception) -> bool:

@@ -199,3 +199,42 @@ def group_distributions_figure(path, outputs: Sequence[float], density_a: Sequen
         axes.legend(fontsize="small")
     figure.suptitle(title, fontsize="medium")
     return _save_group_figure(figure, target, path)
+
+
+# --- dpcalc risk: the trade-off curve ---------------------------------------------------
+def tradeoff_figure(path, fprs: Sequence[float], upper: Sequence[float], lower: Sequence[float],
+                    marked: Sequence[tuple[float, float]], log_axes: bool, title: str) -> Path:
+    """TPR against FPR of the best membership test: the certified upper curve (safe), the
+    band down to the certified lower curve, the random-guess diagonal TPR = FPR, and the
+    asked FPRs marked. Log-scaled axes with ``log_axes``."""
+    target = check_plot_path(str(path))
+    Figure = _import_figure()
+    figure = Figure(figsize=(6.0, 5.0), layout="constrained")
+    axes = figure.add_subplot()
+    xs = [float(x) for x in fprs]
+    (line,) = axes.plot(xs, [float(y) for y in upper], "-", linewidth=1.6,
+                        label="certified upper bound on TPR (safe)")
+    axes.fill_between(xs, [float(y) for y in lower], [float(y) for y in upper],
+                      color=line.get_color(), alpha=0.3, linewidth=0,
+                      label="certified band (lower to upper bound)")
+    axes.plot(xs, xs, ":", color="grey", linewidth=1.2, label="random guess (TPR = FPR)")
+    if marked:
+        axes.plot([x for x, _ in marked], [y for _, y in marked], "o", color=line.get_color(),
+                  markersize=4, label="asked FPRs")
+    if log_axes:
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_ylim(bottom=max(min(xs), 1e-12) / 2, top=1.05)
+    else:
+        axes.set_xlim(0.0, 1.0)
+        axes.set_ylim(0.0, 1.0)
+    axes.set_xlabel("false-positive rate (FPR)" + (" (log scale)" if log_axes else ""))
+    axes.set_ylabel("true-positive rate (TPR)" + (" (log scale)" if log_axes else ""))
+    axes.set_title(title, fontsize="medium")
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize="small", loc="lower right")
+    try:
+        figure.savefig(target, dpi=150)
+    except OSError as error:
+        raise DpcalcError(f"--plot could not write {str(path)!r}: {error.strerror or error}") from None
+    return target

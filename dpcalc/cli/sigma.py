@@ -35,6 +35,15 @@ SENSITIVITY = typer.Option(None, "--sensitivity", metavar="FLOAT",
                            help="Gaussian mechanism only (no --q/--steps): L2 sensitivity Δ > 0, "
                                 "default 1. σ is then the noise standard deviation.")
 
+MAX_TPR = typer.Option(None, "--max-tpr", metavar="FLOAT",
+                       help="Risk target instead of ε: the certified TPR of the best membership "
+                            "test at --at-fpr must be ≤ this (pb).")
+AT_FPR = typer.Option(None, "--at-fpr", metavar="FLOAT",
+                      help="The false-positive rate of the --max-tpr target, in [1e-12, 1).")
+MAX_ADVANTAGE = typer.Option(None, "--max-advantage", metavar="FLOAT",
+                             help="Risk target instead of ε: the certified membership advantage "
+                                  "max(TPR − FPR) must be ≤ this (pb).")
+
 _DPSGD_FLAGS = ("--q", "--batch-size", "--dataset-size", "--steps", "--epochs", "--phase")
 _UNSAFE = "UNSAFE"
 
@@ -178,9 +187,61 @@ def _gaussian_report(records: list[dict], inputs: dict) -> Report:
                   input_labels={**INPUT_LABELS, "sensitivity": "Δ"})
 
 
+# ------------------------------------------------------------------ risk targets
+def _risk_report(calibration, inputs: dict, digits: int) -> Report:
+    record = {
+        "accountant": "pb",
+        "sigma": calibration.sigma,
+        "tpr": None if calibration.tpr is None else calibration.tpr.upper,
+        "tpr_lower": None if calibration.tpr is None else calibration.tpr.lower,
+        "at_fpr": inputs.get("at_fpr"),
+        "advantage": calibration.advantage.upper,
+        "advantage_lower": calibration.advantage.lower,
+        "certified": True,
+        "kind": CERTIFIED,
+        "evaluations": calibration.evaluations,
+        "notes": ([f"the target is met even at σ = {calibration.sigma:g}, the smallest noise "
+                   "multiplier searched"] if calibration.at_floor else []),
+    }
+    columns = [Column("σ", "sigma", lambda value: show_upper(value, digits))]
+    if calibration.tpr is not None:
+        columns += [Column(f"TPR at FPR {inputs['at_fpr']:g}", "tpr", show_upper),
+                    Column("lower bound", "tpr_lower", show_lower)]
+    columns += [Column("advantage", "advantage", show_upper),
+                Column("lower bound", "advantage_lower", show_lower),
+                Column("evals", "evaluations", lambda value: str(value))]
+    footnotes = [model_footnote(inputs),
+                 "σ is rounded up (a larger σ is the safe side); the figures at that σ are pb's "
+                 "certified upper bounds (≤ the targets) with certified lower bounds (`dpcalc "
+                 "risk` explains them)."] + record["notes"]
+    return Report(command="sigma", title="Noise multiplier for a risk target", inputs=inputs,
+                  results=[record], columns=columns,
+                  plain_columns=[Column("σ", "sigma", plain_upper)], footnotes=footnotes,
+                  input_labels={**INPUT_LABELS, "max_tpr": "max TPR", "at_fpr": "at FPR",
+                                "max_advantage": "max advantage"})
+
+
+def _risk_mode(max_tpr, at_fpr, max_advantage, run, precision: float, tolerance,
+               output_format) -> None:
+    from dpcalc.accounting.risk_calibration import risk_sigma
+
+    calibration = risk_sigma(run.schedule, max_tpr=max_tpr, at_fpr=at_fpr,
+                             max_advantage=max_advantage, precision=precision,
+                             tolerance=check_range(tolerance, "--tolerance", 0.0, 1.0))
+    targets = {"max_tpr": None if max_tpr is None else float(max_tpr),
+               "at_fpr": None if at_fpr is None else float(at_fpr),
+               "max_advantage": None if max_advantage is None else float(max_advantage)}
+    inputs = {**targets, **{key: value for key, value in run.inputs.items() if key != "sigma"},
+              "precision": precision, "accountants": ["pb"]}
+    emit(_risk_report(calibration, inputs, _sigma_digits(precision)), output_format)
+
+
 # ------------------------------------------------------------------ command
 def sigma_command(
     epsilon: Optional[str] = EPSILON_TARGET,
+    max_tpr: Optional[str] = MAX_TPR,
+    at_fpr: Optional[str] = AT_FPR,
+    max_advantage: Optional[str] = MAX_ADVANTAGE,
     delta: str = opt.DELTA,
     q: Optional[str] = opt.Q,
     batch_size: Optional[str] = opt.BATCH_SIZE,
@@ -196,18 +257,32 @@ def sigma_command(
     sensitivity: Optional[str] = SENSITIVITY,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
-    """Smallest noise multiplier σ whose ε at δ meets a target ε (safe side).
+    """Smallest noise multiplier σ whose ε at δ meets a target ε (safe side), or whose
+    certified attack risk meets a target (--max-tpr with --at-fpr, --max-advantage).
 
     With --q (or --batch-size/--dataset-size) and --steps (or --epochs), or --phase: DP-SGD
     under --sampling/--adjacency, per accountant (default pb), one σ for every phase.
     Without them: one Gaussian mechanism, analytic and classic σ side by side (the classic
     formula is flagged where ε ≥ 1).
     """
+    relative_precision = check_range(precision, "--precision", 0.0, 0.1, high_open=False)
+    if any(value is not None for value in (max_tpr, at_fpr, max_advantage)):
+        if epsilon is not None:
+            raise DpcalcError("give either --epsilon or a risk target (--max-tpr/--at-fpr, "
+                              "--max-advantage), not both")
+        if accountant or sensitivity is not None:
+            raise DpcalcError("a risk target calibrates DP-SGD with pb: drop --accountant and "
+                              "--sensitivity")
+        run = build_schedule(q, batch_size, dataset_size, None, steps, epochs, phase, sampling,
+                             adjacency, with_sigma=False)
+        _risk_mode(max_tpr, at_fpr, max_advantage, run, relative_precision, tolerance,
+                   output_format)
+        return
     if epsilon is None:
-        raise DpcalcError("give --epsilon (the target ε, > 0)")
+        raise DpcalcError("give --epsilon (the target ε, > 0), or a risk target (--max-tpr "
+                          "with --at-fpr, --max-advantage)")
     target = check_positive(epsilon, "--epsilon", what="target ε")
     target_delta = check_delta(delta)
-    relative_precision = check_range(precision, "--precision", 0.0, 0.1, high_open=False)
     dpsgd_mode = any(value is not None for value in (q, batch_size, dataset_size, steps, epochs)) \
         or bool(phase)
     if not dpsgd_mode:

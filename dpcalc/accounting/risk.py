@@ -1,0 +1,376 @@
+"""What an ε means for an attacker: certified bounds on membership inference, posterior
+success, reconstruction and the Gaussian-DP μ, from the privacy profiles of composed.py.
+
+Notation. For a direction d the composed worst-case pair is (P, Q) (remove: P = the run
+with the record, Q = without), δ_PQ(ε) = H_{e^ε}(P‖Q) = sup_S P(S) − e^ε Q(S) its profile
+(direction d) and δ_QP the reverse (direction reverse[d]). A test φ that says "P" has
+FPR α = E_Q[φ] and TPR = E_P[φ].
+
+Truth (what the lower bounds bound). TPR*(α) = the largest TPR at FPR ≤ α of any test of
+one world of a neighbouring pair against the other, either way round (max over d). By the
+Neyman–Pearson lemma and convex duality, for one order
+    TPR_PQ(α) = inf_{ε∈ℝ} [δ_PQ(ε) + e^ε α]
+              = inf_{ε≥0} min{δ_PQ(ε) + e^ε α,  1 − e^{−ε}(1 − α − δ_QP(ε))}          (1)
+(the second branch is the first at −ε, by δ_PQ(−ε) = 1 − e^{−ε} + e^{−ε} δ_QP(ε)); each
+branch is the Kairouz–Oh–Viswanath 2015 / Dong–Roth–Su 2022 (Prop. 2.12) constraint
+TPR ≤ 1 − f_{ε,δ}(α), f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)}.
+
+Upper bounds (safe values). TPR: the symmetric f-DP curve of Dong–Roth–Su 2022 (their
+symmetrisation, Def. F.1, as riskcal reports it): (1) with δ_sym = max_d δ_d^upper in both
+branches, an infimum over the breakpoints of all directions. Any finite set of ε gives a
+valid bound, δ_sym ≥ every δ_PQ and δ_QP, and the result is ≥ TPR*(α).
+
+Lower bounds. With D_d ≤ δ_d the lower profiles of composed.py (δ_true(ε) ≥
+δ_rounded(ε + η) − f, f the rounding failure, η its slack), (1) with D in place of δ is a
+lower bound on TPR_PQ(α): the infimum of a pointwise smaller function is smaller. It is
+certified only because the infimum is exact: D(ε) + e^ε α and 1 − e^{−ε}(1 − α − D(ε)) are
+monotone between breakpoints (composed.py), so each infimum is the minimum over the
+breakpoints, together with the limit 1 as ε → ∞. Hence, for every α,
+    max(α, max_d min{1, min_j [D_d(ε_j) + e^{ε_j} α], min_j [1 − e^{−ε_j}(1 − α − D_rd(ε_j))]})
+is ≤ TPR*(α) (rd = reverse[d]): some test on the true pair reaches at least this TPR.
+
+Advantage max(TPR − FPR) = δ(0) (total variation; the same for both orders). Posterior
+success of the Bayes-optimal guess with prior π on one world: max(π, 1 − π) +
+min(π, 1 − π)·δ(|ln(π/(1 − π))|) (the sup over tests of a linear functional; riskcal's
+Bayes risk is 1 minus this; Kulynych et al. 2025, Prop. D.1). Reconstruction: for an
+attack whose baseline success (without the record) is κ, success ≤ the blow-up function
+B_κ = sup{P(E) : Q(E) ≤ κ} = TPR at FPR κ (Hayes, Mahloujifar, Balle 2023, "Bounding
+training data reconstruction in DP-SGD", NeurIPS, §3; Kulynych et al. 2025): its upper
+bound is certified; its lower bound bounds B_κ, not an attack.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import log_ndtr
+
+from dpcalc.accounting.buckets import REFINE_POINTS_LIMIT, check_consistent
+from dpcalc.accounting.composed import ComposedRun, composed_directions, default_grid_step
+from dpcalc.errors import DpcalcError
+from dpcalc.params import check_range
+
+DEFAULT_FPRS = (1e-3, 1e-2, 0.1)
+DEFAULT_TOLERANCE = 0.01
+SMALLEST_FPR = 1e-12
+# The rounding failure f of the lower profiles, relative to the smallest probability asked.
+_FAILURE_FRACTION = 1e-4
+_MAX_EXPONENT = 700.0
+# Every figure is widened outward by this relative amount: the upper profile equals the true
+# one at grid points up to float round-off, which may fall on either side.
+_ROUNDOFF = 1e-10
+_WORK_PER_CHUNK = 4_000_000
+
+
+def check_probability(value, flag: str, low: float = SMALLEST_FPR) -> float:
+    """A probability in [low, 1) (FPR, baseline) — DpcalcError naming ``flag`` otherwise."""
+    return check_range(value, flag, low, 1.0, low_open=False)
+
+
+def _min_of_lines(intercepts: np.ndarray, slopes: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    """min_j (intercepts_j + slopes_j·α) for each α (every j, in chunks)."""
+    out = np.full(alphas.size, np.inf)
+    if intercepts.size == 0:
+        return out
+    chunk = max(1, _WORK_PER_CHUNK // intercepts.size)
+    for start in range(0, alphas.size, chunk):
+        block = alphas[start:start + chunk, None]
+        out[start:start + chunk] = np.min(intercepts[None, :] + slopes[None, :] * block, axis=1)
+    return out
+
+
+def _branches(epsilons: np.ndarray, deltas: np.ndarray, alphas: np.ndarray):
+    """(min_j δ_j + e^{ε_j}α, min_j 1 − e^{−ε_j}(1 − α − δ_j)) over the breakpoints.
+
+    Breakpoints above ε = 700 are left out of the first: their terms exceed 1 for every
+    α ≥ 1e-12, and the caller caps the result at 1."""
+    near = epsilons <= _MAX_EXPONENT
+    first = _min_of_lines(deltas[near], np.exp(epsilons[near]), alphas)
+    shrink = np.exp(-epsilons)
+    second = _min_of_lines(1.0 - shrink * (1.0 - deltas), shrink, alphas)
+    return first, second
+
+
+def symmetric_upper_profile(run: ComposedRun) -> tuple[np.ndarray, np.ndarray]:
+    """(ε, δ_sym) at the union of every direction's upper breakpoints, δ_sym = max_d δ_d
+    (an upper bound at each point, made non-increasing on the safe side)."""
+    points = np.unique(np.concatenate([p.upper.breakpoints for p in run.directions.values()]))
+    values = np.max([p.upper.at(points) for p in run.directions.values()], axis=0)
+    return points, np.maximum.accumulate(values[::-1])[::-1]
+
+
+def tpr_upper(run: ComposedRun, alphas) -> np.ndarray:
+    """Certified upper bound on the TPR of any test at each FPR α (module doc)."""
+    alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
+    epsilons, deltas = symmetric_upper_profile(run)
+    first, second = _branches(epsilons, deltas, alphas)
+    return np.minimum(1.0, np.minimum(first, second))
+
+
+def tpr_lower(run: ComposedRun, alphas) -> np.ndarray:
+    """Certified lower bound on TPR*(α), the best test's TPR at FPR α (module doc)."""
+    alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
+    best = alphas.copy()  # the test that ignores the output
+    for direction, profiles in run.directions.items():
+        forward = run.directions[direction].lower
+        backward = run.directions[run.reverse[direction]].lower
+        first, _ = _branches(forward.breakpoints, forward.values, alphas)
+        _, second = _branches(backward.breakpoints, backward.values, alphas)
+        best = np.maximum(best, np.minimum(1.0, np.minimum(first, second)))
+    return best
+
+
+def _delta_bounds_at(run: ComposedRun, epsilon: float) -> tuple[float, float]:
+    """(max_d δ_d upper, max_d δ_d lower) at ``epsilon`` ≥ 0."""
+    point = np.array([epsilon])
+    upper = max(float(p.upper.at(point)[0]) for p in run.directions.values())
+    lower = max(float(p.lower.at(point)[0]) for p in run.directions.values())
+    return min(1.0, upper), max(0.0, lower)
+
+
+# --- Gaussian DP --------------------------------------------------------------------------
+_GDP_DELTA_FLOOR = 1e-10   # μ is certified where the profile is above this
+_GDP_POINTS = 4000         # breakpoints kept for the μ search (every interval still covered)
+_GDP_MAX_MU = 64.0
+_GDP_FAILURE = 1e-4 * _GDP_DELTA_FLOOR  # the rounding failure of the lower profile μ reads
+
+
+def log_gdp_delta(mu: float, epsilons: np.ndarray) -> np.ndarray:
+    """ln δ_μ(ε), δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13)."""
+    high = log_ndtr(-epsilons / mu + mu / 2.0)
+    low = log_ndtr(-epsilons / mu - mu / 2.0)
+    with np.errstate(divide="ignore"):
+        return high + np.log(-np.expm1(np.minimum(epsilons + low - high, -1e-300)))
+
+
+def _thinned(points: np.ndarray) -> np.ndarray:
+    if points.size <= _GDP_POINTS:
+        return np.arange(points.size)
+    return np.unique(np.linspace(0, points.size - 1, _GDP_POINTS).round().astype(int))
+
+
+def _bisect_mu(holds, low: float = 1e-6, high: float = _GDP_MAX_MU) -> float:
+    """The smallest μ in [low, high] where the monotone predicate ``holds`` (inf if none)."""
+    if not holds(high):
+        return math.inf
+    if holds(low):
+        return low
+    for _ in range(60):
+        middle = math.sqrt(low * high)
+        if holds(middle):
+            high = middle
+        else:
+            low = middle
+        if high / low < 1.0 + 1e-6:
+            break
+    return high
+
+
+@dataclass(frozen=True)
+class GdpBounds:
+    """``upper``: a μ with TPR ≤ Φ(Φ⁻¹(α) + μ) for every FPR α in ``fpr_range`` (certified:
+    δ_d(ε) ≤ δ_μ(ε) on [0, ``epsilon_range``] for every direction); ``lower``: no μ below it
+    satisfies δ_d ≤ δ_μ on that range."""
+
+    upper: float
+    lower: float
+    epsilon_range: float
+    fpr_range: tuple[float, float]
+
+
+def _interval_checks(curve, top: float):
+    """(left ends, right ends, δ_U at left ends, δ_U at right ends) of the intervals between
+    the breakpoints of ``curve`` covering [0, top]."""
+    keep = curve.breakpoints < top
+    lefts, values = curve.breakpoints[keep], curve.values[keep]
+    rights = np.append(lefts[1:], top)
+    return lefts, rights, values, np.append(values[1:], curve.at(np.array([top])))
+
+
+def _gdp_holds(mu: float, checks) -> bool:
+    """δ_U ≤ δ_μ on every interval [a, b] of ``checks``. δ_U is convex in s = e^ε (a
+    hockey-stick curve) so it lies below its chord, and δ_μ convex lies above its tangent at
+    b, slope dδ_μ/ds = −Φ(−ε_b/μ − μ/2): the chord is below the tangent line when both ends
+    are, i.e. δ_U(a) ≤ δ_μ(b) + Φ(−ε_b/μ − μ/2)(e^b − e^a) and δ_U(b) ≤ δ_μ(b)."""
+    from scipy.special import ndtr
+
+    for lefts, rights, at_left, at_right in checks:
+        at_b = np.exp(log_gdp_delta(mu, rights))
+        slope = ndtr(-rights / mu - mu / 2.0)
+        tangent = at_b + slope * (np.exp(rights) - np.exp(lefts))
+        if np.any(at_left > tangent) or np.any(at_right > at_b):
+            return False
+    return True
+
+
+def _certified_mu(checks, low: float) -> float:
+    """The smallest μ (relative 1e-6) passing :func:`_gdp_holds` on every interval: searched
+    on merged intervals (a merged interval's check implies its parts'), then on the intervals
+    nearest to binding, and always verified on all of them."""
+    def merged(lefts, rights, at_left, at_right):
+        index = _thinned(lefts)
+        last = np.append(index[1:] - 1, lefts.size - 1)
+        return lefts[index], rights[last], at_left[index], at_right[last]
+
+    first = _bisect_mu(lambda mu: _gdp_holds(mu, [merged(*c) for c in checks]), low)
+    if not math.isfinite(first):
+        return first
+    near = []
+    for lefts, rights, at_left, at_right in checks:
+        at_b = np.exp(log_gdp_delta(first, rights))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            margin = np.minimum(at_b / at_left, at_b / at_right)
+        pick = np.sort(np.argsort(np.nan_to_num(margin, nan=np.inf))[:_GDP_POINTS])
+        near.append((lefts[pick], rights[pick], at_left[pick], at_right[pick]))
+    candidate = _bisect_mu(lambda mu: _gdp_holds(mu, near), low, first)
+    for _ in range(8):
+        if candidate >= first or _gdp_holds(candidate, checks):
+            return min(candidate, first)
+        candidate = math.sqrt(candidate * first)
+    return first
+
+
+def gdp_mu_bounds(run: ComposedRun) -> GdpBounds:
+    """The smallest certified Gaussian-DP μ on the range where the profile is ≥ 1e-10."""
+    from scipy.special import ndtr
+
+    epsilons, deltas = symmetric_upper_profile(run)
+    above = np.flatnonzero(deltas >= _GDP_DELTA_FLOOR)
+    top = float(epsilons[above[-1]]) if above.size else 0.0
+    top = max(top, float(epsilons[min(1, epsilons.size - 1)]))
+    lower_checks = []
+    for profiles in run.directions.values():
+        lower_profile = profiles.lower_for(_GDP_FAILURE)
+        keep = lower_profile.breakpoints <= top
+        index = _thinned(np.flatnonzero(keep))
+        with np.errstate(divide="ignore"):
+            lower_checks.append((lower_profile.breakpoints[keep][index],
+                                 np.log(np.maximum(lower_profile.values[keep][index], 0.0))))
+
+    def not_ruled_out(mu: float) -> bool:  # δ_true(ε_j) ≥ D_j > δ_μ(ε_j) rules μ out
+        return all(not np.any(values > log_gdp_delta(mu, points))
+                   for points, values in lower_checks)
+
+    lower = _bisect_mu(not_ruled_out)
+    upper = _certified_mu([_interval_checks(p.upper, top) for p in run.directions.values()],
+                          max(lower, 1e-6))
+    # the tangent points of G_μ at ε = ±top (GdpBounds)
+    mu = upper if math.isfinite(upper) else _GDP_MAX_MU
+    fpr_range = (float(ndtr(-top / mu - mu / 2.0)), float(ndtr(top / mu - mu / 2.0)))
+    return GdpBounds(upper, min(lower, upper), top, fpr_range)
+
+
+# --- everything at once -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Figure:
+    """One risk figure: ``upper`` is safe to report (attack success cannot exceed it),
+    ``lower`` certified below the truth where known (None otherwise)."""
+
+    name: str
+    upper: float
+    lower: float | None
+    at: float | None = None
+
+
+def _outward(name: str, upper: float, lower: float | None, at: float | None = None,
+             trivial: float = 0.0) -> Figure:
+    """A figure with its bounds moved outward by the float round-off allowance; the lower
+    bound never below ``trivial``, what an attack that ignores the output achieves."""
+    return Figure(name, min(1.0, max(upper * (1.0 + _ROUNDOFF), trivial)),
+                  None if lower is None else max(trivial, lower * (1.0 - _ROUNDOFF)), at)
+
+
+@dataclass(frozen=True)
+class RiskBounds:
+    tpr: list[Figure]
+    advantage: Figure
+    posterior: Figure
+    reconstruction: Figure | None
+    gdp: GdpBounds
+    prior: float
+    baseline: float | None
+    details: dict = field(default_factory=dict)
+    run: ComposedRun | None = field(default=None, repr=False, compare=False)
+
+
+def failure_for(probabilities) -> float:
+    """The rounding failure f of the lower profiles: 1e-4 of the smallest probability asked."""
+    return max(_FAILURE_FRACTION * min(probabilities), 1e-18)
+
+
+def posterior_bounds(run: ComposedRun, prior: float) -> Figure:
+    """Bayes-optimal success at ``prior`` (module doc)."""
+    threshold = abs(math.log(prior) - math.log1p(-prior))
+    upper_delta, lower_delta = _delta_bounds_at(run, threshold)
+    base, weight = max(prior, 1.0 - prior), min(prior, 1.0 - prior)
+    return _outward("posterior_success", base + weight * upper_delta, base + weight * lower_delta,
+                    prior, base)
+
+
+def _relative_gap(figures: list[Figure]) -> float:
+    return max((f.upper - f.lower) / f.upper for f in figures if f.upper > 0.0)
+
+
+def _figures_of(run: ComposedRun, alphas: np.ndarray) -> list[Figure]:
+    """TPR bounds at each α, then the advantage, each checked lower ≤ upper."""
+    uppers, lowers = tpr_upper(run, alphas), tpr_lower(run, alphas)
+    figures = [_outward("tpr", float(u), float(low), float(a), float(a))
+               for a, u, low in zip(alphas, uppers, lowers)]
+    upper_tv, lower_tv = _delta_bounds_at(run, 0.0)
+    figures.append(_outward("advantage", upper_tv, lower_tv))
+    for figure in figures:
+        check_consistent(figure.upper, figure.lower, f"{figure.name} at {figure.at}")
+    return figures
+
+
+def composed_for_risk(schedule, probabilities, tolerance: float = DEFAULT_TOLERANCE,
+                      grid_step: float | None = None):
+    """(ComposedRun, TPR and advantage figures at ``probabilities``): the grid starts 8×
+    coarser than pb's first grid and is refined (a predicted step, at most 4 times, within
+    the work limit) until every figure's (upper − lower)/upper ≤ ``tolerance``."""
+    alphas = np.array(list(probabilities), dtype=float)
+    failure = failure_for(probabilities)
+    smallest = min(failure, 1e-11)
+    if grid_step is not None:
+        run = composed_directions(schedule, failure, grid_step, smallest)
+        return run, _figures_of(run, alphas)
+    first, finest = default_grid_step(schedule, smallest)
+    step = 8.0 * first
+    for _ in range(5):
+        run = composed_directions(schedule, failure, max(step, finest), smallest)
+        figures = _figures_of(run, alphas)
+        gap = _relative_gap(figures)
+        if (gap <= tolerance or step <= max(finest, 1e-7)
+                or 2 * run.fft_points > REFINE_POINTS_LIMIT):
+            break
+        # the gap falls like h^1.5 or faster: aim at half the tolerance
+        step *= min(0.5, max(1 / 16, (0.5 * tolerance / gap) ** (1 / 1.5)))
+    return run, figures
+
+
+def risk_bounds(schedule, fprs=DEFAULT_FPRS, prior: float = 0.5, baseline: float | None = None,
+                tolerance: float = DEFAULT_TOLERANCE, grid_step: float | None = None) -> RiskBounds:
+    """Certified risk figures for a DP-SGD ``schedule`` (module doc)."""
+    fprs = [check_probability(value, "--fpr") for value in fprs]
+    if not fprs:
+        raise DpcalcError("--fpr needs at least one false-positive rate")
+    prior = check_range(prior, "--prior", 0.0, 1.0)
+    tolerance = check_range(tolerance, "--tolerance", 0.0, 1.0)
+    if baseline is not None:
+        baseline = check_probability(baseline, "--baseline")
+    alphas = [*fprs, *([baseline] if baseline is not None else [])]
+    run, figures = composed_for_risk(schedule, [*alphas, min(prior, 1.0 - prior)], tolerance,
+                                     grid_step)
+    figures = figures[:len(alphas)] + [figures[-1]]
+    advantage = figures.pop()
+    reconstruction = None
+    if baseline is not None:
+        last = figures.pop()
+        reconstruction = Figure("reconstruction", last.upper, last.lower, baseline)
+    posterior = posterior_bounds(run, prior)
+    check_consistent(posterior.upper, posterior.lower, "posterior success")
+    details = {"grid_step": run.grid_step, "rounding_slack": run.slack,
+               "rounding_failure": run.failure, "fft_points": run.fft_points}
+    return RiskBounds(figures, advantage, posterior, reconstruction, gdp_mu_bounds(run), prior,
+                      baseline, details, run)

@@ -1,0 +1,103 @@
+"""`dpcalc delta`: δ for a given ε, per accountant; pb gives a certified upper bound with a
+certified lower bound beside it."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from dpcalc.accounting.registry import resolve_names
+from dpcalc.cli import options as opt
+from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                               show_upper)
+from dpcalc.cli.schedule_options import build_schedule, model_footnote
+from dpcalc.errors import DpcalcError
+from dpcalc.params import check_nonnegative
+
+EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT", help="ε ≥ 0 (required).")
+
+
+def delta_record(name: str, schedule, epsilon: float) -> dict:
+    """{"accountant", "delta", "delta_upper", "delta_lower", "certified", "kind", "notes"}:
+    "delta" is the value to report (pb: its certified upper bound)."""
+    from dpcalc.accounting.buckets import delta_bounds, schedule_phases
+    from dpcalc.accounting.evaluate import make_accountant
+
+    accountant = make_accountant(name)
+    record = {"accountant": name, "delta": None, "delta_upper": None, "delta_lower": None,
+              "certified": accountant.certified,
+              "kind": CERTIFIED if accountant.certified else APPROXIMATION, "notes": []}
+    reason = accountant.not_applicable(schedule)
+    if reason is not None:
+        record["notes"].append(reason)
+        return record
+    try:
+        if name == "pb":
+            bounds = delta_bounds(schedule_phases(schedule), epsilon)
+            record.update(delta=bounds.upper, delta_upper=bounds.upper, delta_lower=bounds.lower)
+        else:
+            value = accountant.delta(schedule, epsilon)
+            record.update(delta=value, delta_upper=value if accountant.certified else None)
+    except DpcalcError:
+        raise
+    except (ArithmeticError, ValueError, MemoryError) as error:
+        record["notes"].append(f"failed: {type(error).__name__}: {error}")
+    return record
+
+
+DELTA_COLUMNS = [
+    Column("accountant", "accountant", justify="left"),
+    Column("δ", "delta", show_upper),
+    Column("lower bound", "delta_lower", show_lower),
+    Column("kind", "certified", lambda value: "certified" if value else "approximation",
+           justify="left"),
+]
+
+
+def delta_command(
+    epsilon: Optional[str] = EPSILON,
+    q: Optional[str] = opt.Q,
+    batch_size: Optional[str] = opt.BATCH_SIZE,
+    dataset_size: Optional[str] = opt.DATASET_SIZE,
+    sigma: Optional[str] = opt.SIGMA,
+    steps: Optional[str] = opt.STEPS,
+    epochs: Optional[str] = opt.EPOCHS,
+    phase: Optional[List[str]] = opt.PHASE,
+    sampling: str = opt.SAMPLING,
+    adjacency: str = opt.ADJACENCY,
+    accountant: Optional[List[str]] = opt.ACCOUNTANT,
+    output_format: OutputFormat = opt.FORMAT,
+) -> None:
+    """δ spent by DP-SGD at a given ε, for the sampler and adjacency given.
+
+    pb (default) reports a certified upper bound on δ with a certified lower bound beside
+    it; --accountant all adds every accountant that gives δ.
+    """
+    if epsilon is None:
+        raise DpcalcError("give --epsilon (ε ≥ 0 at which to report δ)")
+    target = check_nonnegative(epsilon, "--epsilon")
+    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
+                         adjacency)
+    names = resolve_names(accountant)
+    records = [delta_record(name, run.schedule, target) for name in names]
+    inputs = {**run.inputs, "epsilon": target, "accountants": names}
+    footnotes = [model_footnote(inputs),
+                 "δ is an upper bound (rounded up) for certified accountants; pb's lower bound is "
+                 "certified too (rounded down): the true δ(ε) lies between them."]
+    if any(not record["certified"] for record in records):
+        footnotes.append("An approximation is not a bound: do not report it as a guarantee.")
+    footnotes += [f"{r['accountant']}: {note}" for r in records for note in r["notes"]]
+    if run.dataset_size is not None:
+        values = [r["delta"] for r in records if r["delta"] is not None]
+        if values and max(values) >= 1.0 / run.dataset_size:
+            from dpcalc.cli.render import warn
+
+            warn(f"δ ≥ 1/N = {1.0 / run.dataset_size:.3g} at ε = {target:g}: this ε protects "
+                 "little; δ should be well below 1/N")
+    emit(Report(command="delta", title="DP-SGD δ at a given ε", inputs=inputs, results=records,
+                columns=DELTA_COLUMNS, plain_columns=[Column("δ", "delta", plain_upper)],
+                footnotes=footnotes, input_labels=INPUT_LABELS), output_format)
+
+
+__all__ = ["delta_command", "delta_record"]

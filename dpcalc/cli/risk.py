@@ -1,0 +1,188 @@
+"""`dpcalc risk`: what the privacy of a DP-SGD run means for an attacker.
+
+From pb's composed privacy loss distributions (both directions, certified upper and lower):
+the best membership-inference test's TPR at chosen FPRs, the membership advantage, the
+Bayes-optimal posterior success at a prior, reconstruction success for a baseline κ and
+the certified Gaussian-DP μ. Each figure: the safe value (an upper bound on attack
+success) and a certified lower bound beside it. The maths: dpcalc/accounting/risk.py.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from dpcalc.cli import options as opt
+from dpcalc.cli.records import INPUT_LABELS
+from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                               show_upper)
+from dpcalc.cli.schedule_options import build_schedule, model_footnote
+from dpcalc.errors import DpcalcError
+from dpcalc.params import check_range
+
+FPR = typer.Option("1e-3,1e-2,0.1", "--fpr", metavar="LIST",
+                   help="False-positive rates of the membership test, comma-separated, each in "
+                        "[1e-12, 1).")
+PRIOR = typer.Option("0.5", "--prior", metavar="FLOAT",
+                     help="Prior probability in (0, 1) of the world with the record, for the "
+                          "posterior success of the Bayes-optimal guess.")
+BASELINE = typer.Option(None, "--baseline", metavar="FLOAT",
+                        help="Reconstruction: the success probability κ in [1e-12, 1) of the best "
+                             "guess without the record (e.g. 1/#candidates); adds the bound of "
+                             "Hayes, Mahloujifar & Balle 2023.")
+RISK_TOLERANCE = typer.Option("0.01", "--tolerance", metavar="FLOAT",
+                              help="Refine the grid until (upper − lower) ≤ tolerance·upper for "
+                                   "each TPR and the advantage.")
+PLOT = typer.Option(None, "--plot", metavar="FILE",
+                    help="Draw the trade-off curve (FPR vs TPR) with the certified band to FILE "
+                         "(.png or .svg; needs matplotlib: pip install 'dpcalc\\[plot]').")
+LOG_AXES = typer.Option(False, "--log-axes", help="--plot: logarithmic FPR and TPR axes.")
+
+CERTIFIED_UPPER = "certified upper bound"
+MEASURE_LABELS = {
+    "tpr": "TPR at FPR",
+    "advantage": "advantage (TPR − FPR)",
+    "posterior_success": "posterior success at prior",
+    "reconstruction": "reconstruction at baseline κ",
+    "gdp_mu": "Gaussian-DP μ",
+}
+
+
+def parse_fprs(text: str) -> list[float]:
+    """'1e-3,1e-2,0.1' → [0.001, 0.01, 0.1] (validated, de-duplicated, sorted)."""
+    from dpcalc.accounting.risk import check_probability
+
+    parts = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not parts:
+        raise DpcalcError(f"--fpr takes a comma-separated list of rates in [1e-12, 1); got {text!r}")
+    if len(parts) > 50:
+        raise DpcalcError(f"--fpr takes at most 50 rates; got {len(parts)}")
+    return sorted({check_probability(part, "--fpr") for part in parts})
+
+
+def _record(measure: str, at, upper: float, lower, baseline, notes=()) -> dict:
+    return {"accountant": "pb", "measure": measure, "at": at, "value": upper, "upper": upper,
+            "lower": lower, "no_leak": baseline, "certified": True, "kind": CERTIFIED_UPPER,
+            "notes": list(notes)}
+
+
+def risk_records(bounds) -> list[dict]:
+    """One JSON record per figure; "value" is the safe one (= "upper")."""
+    records = [_record("tpr", f.at, f.upper, f.lower, f.at) for f in bounds.tpr]
+    records.append(_record("advantage", None, bounds.advantage.upper, bounds.advantage.lower, 0.0))
+    prior = bounds.prior
+    records.append(_record("posterior_success", prior, bounds.posterior.upper,
+                           bounds.posterior.lower, max(prior, 1.0 - prior)))
+    if bounds.reconstruction is not None:
+        figure = bounds.reconstruction
+        records.append(_record("reconstruction", figure.at, figure.upper, figure.lower, figure.at,
+                               ["the lower bound is on the bound B_κ (its tightness), not on an "
+                                "attack"]))
+    gdp = bounds.gdp
+    low, high = gdp.fpr_range
+    records.append({**_record("gdp_mu", None, gdp.upper, gdp.lower, 0.0,
+                              [f"certified: TPR ≤ Φ(Φ⁻¹(FPR) + μ) for every FPR in [{low:.3g}, "
+                               f"{high:.12g}]; the lower bound: no smaller μ holds there"]),
+                    "fpr_range": [low, high]})
+    return records
+
+
+def _show_at(value) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+RISK_COLUMNS = [
+    Column("measure", "measure", lambda value: MEASURE_LABELS.get(value, value), justify="left"),
+    Column("at", "at", _show_at),
+    Column("safe value", "upper", show_upper),
+    Column("lower bound", "lower", show_lower),
+    Column("no leak", "no_leak", _show_at),
+]
+
+
+def risk_footnotes(inputs: dict, records: list[dict]) -> list[str]:
+    notes = [model_footnote(inputs),
+             "safe value: a certified upper bound on the attack's success (rounded up); lower "
+             "bound: certified too (rounded down); no leak: the same attack on a model that "
+             "never saw the record.",
+             "TPR at FPR: the best membership test, either way round (Dong, Roth, Su 2022 "
+             "symmetric trade-off curve); advantage = max(TPR − FPR) = δ(0).",
+             "posterior success: the Bayes-optimal guess of which dataset was used, with that "
+             "prior on the dataset with the record."]
+    if any(r["measure"] == "reconstruction" for r in records):
+        notes.append("reconstruction: success of any reconstruction attack whose best guess "
+                     "without the record succeeds with probability κ (Hayes, Mahloujifar, "
+                     "Balle 2023); its lower bound is on the bound itself.")
+    notes += [f"{MEASURE_LABELS[r['measure']]}: {note}" for r in records for note in r["notes"]
+              if r["measure"] != "reconstruction"]
+    return notes
+
+
+def draw_tradeoff(path: str, bounds, log_axes: bool, title: str) -> None:
+    """The certified trade-off band on an FPR grid (computed here, drawn by plots.py)."""
+    import numpy as np
+
+    from dpcalc.accounting.risk import tpr_lower, tpr_upper
+    from dpcalc.cli.plots import tradeoff_figure
+
+    smallest = min(1e-4, min(f.at for f in bounds.tpr))
+    fprs = (np.geomspace(smallest, 1.0, 121)[:-1] if log_axes
+            else np.concatenate([np.geomspace(smallest, 0.01, 40)[:-1], np.linspace(0.01, 0.999, 80)]))
+    tradeoff_figure(path, fprs, tpr_upper(bounds.run, fprs), tpr_lower(bounds.run, fprs),
+                    [(f.at, f.upper) for f in bounds.tpr], log_axes, title)
+
+
+def risk_command(
+    q: Optional[str] = opt.Q,
+    batch_size: Optional[str] = opt.BATCH_SIZE,
+    dataset_size: Optional[str] = opt.DATASET_SIZE,
+    sigma: Optional[str] = opt.SIGMA,
+    steps: Optional[str] = opt.STEPS,
+    epochs: Optional[str] = opt.EPOCHS,
+    phase: Optional[List[str]] = opt.PHASE,
+    sampling: str = opt.SAMPLING,
+    adjacency: str = opt.ADJACENCY,
+    fpr: str = FPR,
+    prior: str = PRIOR,
+    baseline: Optional[str] = BASELINE,
+    tolerance: str = RISK_TOLERANCE,
+    plot: Optional[str] = PLOT,
+    log_axes: bool = LOG_AXES,
+    output_format: OutputFormat = opt.FORMAT,
+) -> None:
+    """What the run's privacy means for an attacker: certified bounds on membership
+    inference (TPR at FPR, advantage), the Bayes posterior, reconstruction and the
+    Gaussian-DP μ, each with a certified lower bound beside it.
+
+    Same inputs as `dpcalc epsilon`; every figure holds for the stated model (--sampling,
+    --adjacency).
+    """
+    from dpcalc.accounting.risk import risk_bounds
+
+    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
+                         adjacency)
+    fprs = parse_fprs(fpr)
+    prior_value = check_range(prior, "--prior", 0.0, 1.0, what="probability")
+    kappa = None if baseline is None else check_range(baseline, "--baseline", 1e-12, 1.0,
+                                                      low_open=False, what="probability κ")
+    if plot is not None:
+        from dpcalc.cli.plots import check_plot_path
+
+        check_plot_path(plot)
+    bounds = risk_bounds(run.schedule, fprs, prior_value, kappa,
+                         tolerance=check_range(tolerance, "--tolerance", 0.0, 1.0))
+    records = risk_records(bounds)
+    inputs = {**run.inputs, "fpr": fprs, "prior": prior_value, "baseline": kappa,
+              "grid_step": bounds.details["grid_step"]}
+    report = Report(command="risk", title="What the privacy of this run means for an attacker",
+                    inputs=inputs, results=records, columns=RISK_COLUMNS,
+                    plain_columns=[Column("safe value", "upper", plain_upper)],
+                    footnotes=risk_footnotes(inputs, records),
+                    input_labels={**INPUT_LABELS, "prior": None, "baseline": None,
+                                  "grid_step": None})
+    if plot is not None:
+        draw_tradeoff(plot, bounds, log_axes, f"Trade-off curve ({inputs['model']})")
+    emit(report, output_format)
+
+
+__all__ = ["risk_command", "risk_records", "parse_fprs"]
