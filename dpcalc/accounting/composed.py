@@ -30,7 +30,8 @@ import numpy as np
 from dpcalc.accounting.buckets import (_MAX_STEP_POINTS, TAIL_FRACTION, compose_fitting,
                                        initial_grid_step, phase_directions, schedule_phases,
                                        tail_half_width)
-from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, rounding_slack
+from dpcalc.accounting.chernoff import rounding_slack
+from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld
 from dpcalc.errors import DpcalcError
 
 # The neighbouring direction whose pair is the same two distributions, swapped.
