@@ -67,8 +67,11 @@ class _Objective:
     """g(x) = ln ε(e^x) − ln ε*: positive where σ = e^x is too small (unsafe)."""
 
     def __init__(self, epsilon_at: Callable[[float], float | None], target: float,
-                 flag: str = "--epsilon"):
+                 flag: str = "--epsilon",
+                 side_of_target: Callable[[float], float | None] | None = None):
         self.epsilon_at = epsilon_at
+        # while bracketing: a cheaper stand-in for epsilon_at (see calibrate_noise_multiplier)
+        self.side_of_target = side_of_target
         self.flag = flag  # the CLI flag that holds the target, for error messages
         self.log_target = math.log(target)
         self.target = target
@@ -80,7 +83,9 @@ class _Objective:
 
     def __call__(self, log_sigma: float) -> float:
         sigma = self.sigma(log_sigma)
-        value = self.epsilon_at(sigma)
+        value = None if self.side_of_target is None else self.side_of_target(sigma)
+        if value is None:
+            value = self.epsilon_at(sigma)
         self.evaluations += 1
         if value is None:
             raise DpcalcError(f"the accountant does not apply at noise multiplier σ = {sigma:.6g}")
@@ -225,6 +230,7 @@ def calibrate_noise_multiplier(
     max_sigma: float = DEFAULT_MAX_SIGMA,
     min_sigma: float = DEFAULT_MIN_SIGMA,
     target_flag: str = "--epsilon",
+    side_of_target: Callable[[float], float | None] | None = None,
 ) -> CalibrationResult:
     """The smallest σ (to relative ``precision``) with ``epsilon_at(σ) ≤ target_epsilon``.
 
@@ -234,6 +240,12 @@ def calibrate_noise_multiplier(
     ``low_guess`` (e.g. the GDP/CLT σ) and ``high_guess`` (e.g. the RDP σ) seed the
     bracket; they need not bracket the root.
 
+    ``side_of_target`` (optional) stands in for ``epsilon_at`` while the bracket is sought:
+    a cheaper function that returns a value on the same side of the target as the
+    accountant's ε at σ (e.g. a certified lower bound above the target, or a certified upper
+    bound at or below it), or None when it cannot tell; the bracket's far guesses are then
+    classified cheaply, and only the shrinking steps call ``epsilon_at``.
+
     Raises DpcalcError, naming ``target_flag``, when the target is not positive or not
     reachable with σ ≤ ``max_sigma``.
     """
@@ -241,10 +253,11 @@ def calibrate_noise_multiplier(
     precision = _check_precision(precision)
     if not 0.0 < min_sigma < max_sigma:
         raise DpcalcError(f"max_sigma must exceed min_sigma ({min_sigma:g}); got {max_sigma!r}")
-    objective = _Objective(epsilon_at, target, target_flag)
+    objective = _Objective(epsilon_at, target, target_flag, side_of_target)
     log_min, log_max = math.log(min_sigma), math.log(max_sigma)
     first, second = _initial_points(low_guess, high_guess, min_sigma, max_sigma)
     low, g_low, high, g_high = _bracket(objective, first, second, log_min, log_max, target, max_sigma)
+    objective.side_of_target = None
     if low is None:
         return CalibrationResult(math.exp(high), objective.epsilons[high], objective.evaluations,
                                  at_floor=True)
@@ -259,6 +272,11 @@ def calibrate_noise_multiplier(
 # tiny δ: there a first-grid-only search gave up to 40% more noise than needed). The final σ
 # is then re-checked at the caller's settings.
 _PB_SEARCH_TOLERANCE = 0.1
+# While bracketing, pb's first grid alone (a wide but certified interval) tells on which side
+# of the target a far guess lies; far from the target (small σ, tiny δ) its tilted and split
+# passes cost up to 4× the first grid and are not needed to classify the guess.
+_PB_BRACKET_TOLERANCE = 0.99
+_FAR = 1.25
 _SAFE_SIDE_PRECISION = 1e-2  # the RDP σ that seeds pb's bracket needs no more
 
 
@@ -346,10 +364,13 @@ def dpsgd_sigma(
         return epoch_sigma_result(final_accountant, accountant_name, schedule, target, delta,
                                   precision, max_sigma)
     search_accountant = final_accountant
-    high_guess = None
+    high_guess = side_of_target = None
     if accountant_name == "pb":
         search_options = {**options, "tolerance": _PB_SEARCH_TOLERANCE}
         search_accountant = make_accountant(accountant_name, **search_options)
+        side_of_target = _certain_side(make_accountant(
+            accountant_name, **{**options, "tolerance": _PB_BRACKET_TOLERANCE}), schedule,
+            delta, target)
         try:
             high_guess = dpsgd_sigma("rdp", target, delta, schedule=schedule,
                                      precision=_SAFE_SIDE_PRECISION, max_sigma=max_sigma).sigma
@@ -371,7 +392,8 @@ def dpsgd_sigma(
     except (DpcalcError, ArithmeticError):
         low_guess = None
     found = calibrate_noise_multiplier(epsilon_at, target, low_guess=low_guess, high_guess=high_guess,
-                                       precision=precision, max_sigma=max_sigma)
+                                       precision=precision, max_sigma=max_sigma,
+                                       side_of_target=side_of_target)
     sigma, evaluations = found.sigma, found.evaluations
     if search_accountant is final_accountant:
         final = results[sigma]
@@ -380,6 +402,24 @@ def dpsgd_sigma(
         evaluations += extra
     return SigmaResult(accountant_name, sigma, final.epsilon, final.certified, evaluations, final,
                        found.at_floor)
+
+
+def _certain_side(accountant, schedule, delta: float, target: float):
+    """σ ↦ a stand-in for ε(σ) when the accountant's certified interval at σ lies wholly on one
+    side of the target and at least a factor _FAR from it (the geometric mean of its ends:
+    a value on that side, close in log for interpolation); None near the target, where the
+    search needs the accurate value."""
+
+    def classify(sigma: float) -> float | None:
+        result = accountant.epsilon(schedule.with_noise_multiplier(sigma), delta)
+        upper, lower = result.epsilon, result.epsilon_lower
+        if upper is None or lower is None or not math.isfinite(upper):
+            return None
+        if lower > _FAR * target or upper * _FAR < target:
+            return math.sqrt(lower * upper) if lower > 0.0 else upper
+        return None
+
+    return classify
 
 
 def certify_sigma(accountant, sigma: float, target: float, delta: float, schedule, precision: float):
