@@ -264,3 +264,22 @@ def test_sigma_for_balls_in_bins_is_tight_against_its_certified_upper_bound(
     if (batch_size, dataset_size, epochs, target) == (256, 60_000, 3, 4.0):
         assert found.sigma < 0.4 * closed_form  # 0.669 against the closed form's 1.873
         assert closed_form == pytest.approx(1.8727, abs=1e-4)
+
+
+@pytest.mark.parametrize("sigma,epochs,delta", [(1.0, 1, 1e-5), (2.0, 3, 1e-5), (4.0, 10, 1e-8),
+                                                (0.8, 5, 1e-3)])
+def test_balls_in_bins_upper_bound_is_at_least_the_poisson_lower_bound_where_they_coincide(
+        sigma, epochs, delta):
+    """Where theory orders them: with one step per epoch (B = N) balls-in-bins and Poisson at
+    q = 1 are the same mechanism (every record in every step: the E-fold Gaussian), so the
+    balls-in-bins certified upper bound must be ≥ pb's certified Poisson lower bound, and
+    both bracket the exact composition. With t ≥ 2 steps per epoch no such order holds:
+    random allocation can be more private than Poisson at q = 1/t (Feldman & Shenfeld 2026,
+    arXiv 2602.17284), e.g. t = 2, σ = 1: allocation ≤ 4.08 while Poisson ≥ 4.85."""
+    phase = Phase.from_batches(100, 100, sigma, epochs, "balls-in-bins", "add-remove")
+    bounds = epoch_bounds(phase, delta)
+    poisson = PB.epsilon(Schedule.single(1.0, sigma, epochs), delta)
+    exact = gdp_epsilon(delta, math.sqrt(epochs) / sigma)
+    assert bounds.upper >= poisson.epsilon_lower
+    assert poisson.epsilon_lower <= exact * (1 + 1e-9) and bounds.upper >= exact * (1 - 1e-9)
+    assert bounds.upper <= 1.001 * exact  # and it is not vacuous
