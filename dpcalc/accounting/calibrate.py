@@ -77,6 +77,14 @@ class _Objective:
         self.target = target
         self.evaluations = 0
         self.epsilons: dict[float, float] = {}
+        self.stand_ins: set[float] = set()  # log σ whose value came from side_of_target
+
+    def epsilon(self, log_sigma: float) -> float:
+        """The accountant's own ε at σ = e^x (evaluated now if only a stand-in is known)."""
+        if log_sigma in self.stand_ins:
+            self.side_of_target = None
+            self(log_sigma)
+        return self.epsilons[log_sigma]
 
     def sigma(self, log_sigma: float) -> float:
         return math.exp(log_sigma)
@@ -86,6 +94,9 @@ class _Objective:
         value = None if self.side_of_target is None else self.side_of_target(sigma)
         if value is None:
             value = self.epsilon_at(sigma)
+            self.stand_ins.discard(log_sigma)
+        else:
+            self.stand_ins.add(log_sigma)
         self.evaluations += 1
         if value is None:
             raise DpcalcError(f"the accountant does not apply at noise multiplier σ = {sigma:.6g}")
@@ -147,17 +158,17 @@ def _bracket(objective: _Objective, first: float, second: float | None,
     if not safe:  # every point is unsafe: move up
         low = max(unsafe)
         if low >= log_max:
-            raise _unreachable(objective, max_sigma, objective.epsilons[low])
+            raise _unreachable(objective, max_sigma, objective.epsilon(low))
         for _ in range(_MAX_EXPANSIONS):
             high = min(low + step, log_max)
             value = objective(high)
             if value <= 0.0:
                 return low, points[low], high, value
             if high >= log_max:
-                raise _unreachable(objective, max_sigma, objective.epsilons[high])
+                raise _unreachable(objective, max_sigma, objective.epsilon(high))
             low, points[high] = high, value
             step *= 2.0
-        raise _unreachable(objective, max_sigma, objective.epsilons[low])
+        raise _unreachable(objective, max_sigma, objective.epsilon(low))
     # every point is safe (or the guesses are out of order): move down
     high = min(safe)
     if high <= log_min:
@@ -259,11 +270,11 @@ def calibrate_noise_multiplier(
     low, g_low, high, g_high = _bracket(objective, first, second, log_min, log_max, target, max_sigma)
     objective.side_of_target = None
     if low is None:
-        return CalibrationResult(math.exp(high), objective.epsilons[high], objective.evaluations,
+        return CalibrationResult(math.exp(high), objective.epsilon(high), objective.evaluations,
                                  at_floor=True)
     # High and low differ by at most a factor (1 + precision) at the end.
     high = _shrink(objective, low, g_low, high, g_high, math.log1p(precision))
-    return CalibrationResult(math.exp(high), objective.epsilons[high], objective.evaluations)
+    return CalibrationResult(math.exp(high), objective.epsilon(high), objective.evaluations)
 
 
 # ------------------------------------------------------------------ DP-SGD calibration
