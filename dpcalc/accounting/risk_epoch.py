@@ -145,7 +145,7 @@ def _lower_directions(phase, failure: float, smallest: float, upper: PointsProfi
     for shifts in _shift_pairs(phase):
         phases = _lower_phases(phase, shifts)
         step, _ = phases_grid_step(phases, smallest)
-        run = composed_phases(phases, failure, step, smallest)
+        run = composed_phases(phases, failure, step, smallest, upper=False)  # upper: PointsProfile
         runs.append(run)
         tag = f" ({shifts[0]:g}, {shifts[1]:g})"
         for direction, profiles in run.directions.items():
