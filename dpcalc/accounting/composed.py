@@ -21,7 +21,7 @@ engine changes, :func:`composed_directions` is the only function to change.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable
 
@@ -84,11 +84,21 @@ class ComposedRun:
     fft_points: int
     gdp_mu: float | None = None
     sources: tuple[str, ...] = ()
+    # what risk.py derives from the profiles, kept for its next reader (not copied by replace)
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 def _suffix_curve(pld: ComposedPld, bound: str):
-    """(p_∞, losses, S1_j = Σ_{i>j} p_i, ln S2_j = ln Σ_{i>j} p_i e^{−ℓ_i}, Σp, ln Σp e^{−ℓ},
-    shift, subtract) of the masses moved to the safe side of ``bound``."""
+    """(p_∞, losses, S1_j = Σ_{i>j} p_i, ln S2_j = ln Σ_{i>j} p_i e^{−ℓ_i}, Σp, ln Σp e^{−ℓ})
+    of the masses moved to the safe side of ``bound``; computed once per PLD and side (the
+    lower profiles for other failures, lower_for, shift and lower the same sums)."""
+    cache = pld.__dict__.setdefault("_suffix_curves", {})
+    if bound not in cache:
+        cache[bound] = _suffix_sums(pld, bound)
+    return cache[bound]
+
+
+def _suffix_sums(pld: ComposedPld, bound: str):
     pmf, infinity = pld._effective(bound)
     losses = (pld.offset + np.arange(pmf.size)) * pld.grid_step
     after = np.append(np.cumsum(pmf[::-1])[::-1][1:], 0.0)

@@ -106,11 +106,17 @@ def upper_curves(run: ComposedRun) -> list:
 
 def symmetric_upper_profile(run: ComposedRun) -> tuple[np.ndarray, np.ndarray]:
     """(ε, δ_sym) at the union of every direction's upper breakpoints, δ_sym = max_d δ_d
-    (an upper bound at each point, made non-increasing on the safe side)."""
-    curves = upper_curves(run)
-    points = np.unique(np.concatenate([curve.breakpoints for curve in curves]))
-    values = np.max([curve.at(points) for curve in curves], axis=0)
-    return points, np.maximum.accumulate(values[::-1])[::-1]
+    (an upper bound at each point, made non-increasing on the safe side); computed once per
+    run (read-only arrays)."""
+    if "symmetric_upper" not in run.derived:
+        curves = upper_curves(run)
+        points = np.unique(np.concatenate([curve.breakpoints for curve in curves]))
+        values = np.max([curve.at(points) for curve in curves], axis=0)
+        values = np.maximum.accumulate(values[::-1])[::-1]
+        points.setflags(write=False)
+        values.setflags(write=False)
+        run.derived["symmetric_upper"] = (points, values)
+    return run.derived["symmetric_upper"]
 
 
 def tpr_upper(run: ComposedRun, alphas) -> np.ndarray:
