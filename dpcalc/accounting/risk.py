@@ -233,7 +233,8 @@ def _certified_mu(checks, low: float) -> float:
         last = np.append(index[1:] - 1, lefts.size - 1)
         return lefts[index], rights[last], at_left[index], at_right[last]
 
-    first = _bisect_mu(lambda mu: _gdp_holds(mu, [merged(*c) for c in checks]), low)
+    coarse = [merged(*c) for c in checks]  # the same for every μ tried
+    first = _bisect_mu(lambda mu: _gdp_holds(mu, coarse), low)
     if not math.isfinite(first):
         return first
     near = []
