@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from dpcalc.accounting.buckets import (TAIL_FRACTION, compose_fitting, initial_grid_step,
                                        tail_half_width)
 from dpcalc.accounting.allocation_rdp import ORDERS, rdp_curves
@@ -30,19 +32,34 @@ from dpcalc.accounting.pld import UPPER
 from dpcalc.accounting.rdp_conversion import rdp_to_delta_improved, rdp_to_epsilon_improved
 
 
-def _solve_epsilon(delta_of, delta: float, high: float = 1.0) -> float:
-    """The smallest ε ≥ 0 (to 1e-9 relative, rounded up) with delta_of(ε) ≤ delta."""
-    if delta_of(0.0) <= delta:
-        return 0.0
-    while delta_of(high) > delta:
-        high *= 2.0
-        if high > 1e4:
-            return math.inf
-    low = 0.0
-    while high - low > 1e-9 * max(1.0, high):
-        middle = 0.5 * (low + high)
-        low, high = (low, middle) if delta_of(middle) <= delta else (middle, high)
-    return high
+def _solve_epsilons(deltas_of, targets) -> np.ndarray:
+    """For each target δ, the smallest ε ≥ 0 (to 1e-9 relative, rounded up) with
+    deltas_of(ε) ≤ δ (inf beyond ε = 1e4): doubling from ε = 1, then bisection, run for
+    every target at once (``deltas_of`` maps an array of ε to their δ)."""
+    targets = np.atleast_1d(np.asarray(targets, dtype=float))
+    out = np.full(targets.size, math.inf)
+    at_zero = deltas_of(np.zeros(targets.size)) <= targets
+    out[at_zero] = 0.0
+    low, high = np.zeros(targets.size), np.ones(targets.size)
+    solving = ~at_zero
+    growing = solving.copy()
+    while growing.any():
+        index = np.flatnonzero(growing)
+        above = index[deltas_of(high[index]) > targets[index]]
+        growing[index] = False
+        high[above] *= 2.0
+        too_far = above[high[above] > 1e4]
+        growing[above] = True
+        growing[too_far] = solving[too_far] = False
+    index = np.flatnonzero(solving)
+    while index.size:
+        middle = 0.5 * (low[index] + high[index])
+        below = deltas_of(middle) <= targets[index]
+        high[index[below]] = middle[below]
+        low[index[~below]] = middle[~below]
+        index = index[high[index] - low[index] > 1e-9 * np.maximum(1.0, high[index])]
+    out[solving] = high[solving]
+    return out
 
 
 class OneEpochProfile:
@@ -62,31 +79,50 @@ class OneEpochProfile:
             self._composed[direction] = compose_fitting(phases, direction, grid, UPPER,
                                                         half_width, tail)[0]
 
-    def direction_delta(self, direction: str, epsilon: float) -> float:
-        """Certified upper bound on the one-epoch δ(ε) of ``direction`` (module doc)."""
+    def direction_deltas(self, direction: str, epsilons) -> np.ndarray:
+        """Certified upper bounds on the one-epoch δ(ε) of ``direction`` (module doc), at
+        each of ``epsilons``."""
+        epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))
         lam = self.selected
         if lam >= 1.0:  # one step per epoch: allocation is the full-batch Gaussian
-            return self._composed[direction].delta(epsilon, UPPER)
+            return self._composed[direction].deltas(epsilons, UPPER)
         if direction == REMOVE:
             # ε′ = ln(1 + λ(e^ε − 1)) = ε + ln(e^{−ε} + λ(1 − e^{−ε})), stable for large ε
-            removed = epsilon + math.log(math.exp(-epsilon) - lam * math.expm1(-epsilon))
-            return min(1.0, self._composed[REMOVE].delta(removed, UPPER) / lam)
+            removed = epsilons + np.log(np.exp(-epsilons) - lam * np.expm1(-epsilons))
+            return np.minimum(1.0, self._composed[REMOVE].deltas(removed, UPPER) / lam)
         # ε″ = −ln(1 − λ(1 − e^{−ε})); ln λ″ = ln λ − ε − ln(1 − λ(1 − e^{−ε})), in logs: e^{−ε}
         # underflows long before ε″ stops growing
-        kept = math.log1p(lam * math.expm1(-epsilon))
-        add_delta = self._composed[ADD].delta(-kept, UPPER)
-        if add_delta <= 0.0:
-            return 0.0
-        return math.exp(min(0.0, math.log(add_delta) - (math.log(lam) - epsilon - kept)))
+        kept = np.log1p(lam * np.expm1(-epsilons))
+        add_delta = self._composed[ADD].deltas(-kept, UPPER)
+        with np.errstate(divide="ignore"):
+            log_ratio = np.log(add_delta) - (math.log(lam) - epsilons - kept)
+        return np.where(add_delta > 0.0, np.exp(np.minimum(0.0, log_ratio)), 0.0)
+
+    def deltas(self, epsilons) -> np.ndarray:
+        return np.maximum(self.direction_deltas(REMOVE, epsilons),
+                          self.direction_deltas(ADD, epsilons))
+
+    def direction_delta(self, direction: str, epsilon: float) -> float:
+        return float(self.direction_deltas(direction, epsilon)[0])
 
     def delta(self, epsilon: float) -> float:
-        return max(self.direction_delta(d, epsilon) for d in (REMOVE, ADD))
+        return float(self.deltas(epsilon)[0])
+
+    def direction_epsilons(self, direction: str, deltas) -> np.ndarray:
+        return _solve_epsilons(lambda eps: self.direction_deltas(direction, eps), deltas)
+
+    def epsilons(self, deltas) -> np.ndarray:
+        return _solve_epsilons(self.deltas, deltas)
 
     def direction_epsilon(self, direction: str, delta: float) -> float:
-        return _solve_epsilon(lambda eps: self.direction_delta(direction, eps), delta)
+        return float(self.direction_epsilons(direction, delta)[0])
 
     def epsilon(self, delta: float) -> float:
-        return _solve_epsilon(self.delta, delta)
+        return float(self.epsilons(delta)[0])
+
+
+# δ′'s share of δ in the composition of the decomposition bound over epochs (a coarse search)
+_KAIROUZ_SHARES = (0.05, 0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95)
 
 
 class AllocationBound:
@@ -103,25 +139,34 @@ class AllocationBound:
         return {name: rdp_to_epsilon_improved(ORDERS, self.epochs * curve, delta)[0]
                 for name, curve in self._curves.items()}
 
-    def epsilon(self, delta: float) -> float:
-        """The smallest certified ε: per direction the better of the decomposition and RDP
-        bounds for one epoch; for several, the better of the composed decomposition bound
-        and the RDP bound (both directions each)."""
-        rdp = self._rdp(delta)
+    def epsilons(self, deltas) -> np.ndarray:
+        """The smallest certified ε at each δ of ``deltas``: per direction the better of the
+        decomposition and RDP bounds for one epoch; for several, the better of the composed
+        decomposition bound and the RDP bound (both directions each)."""
+        deltas = np.atleast_1d(np.asarray(deltas, dtype=float))
+        rdp = [self._rdp(float(delta)) for delta in deltas]
         if self.epochs == 1:
-            return max(min(self.profile.direction_epsilon(d, delta), rdp[d]) for d in (REMOVE, ADD))
-        return min(max(rdp.values()), self._kairouz(delta))
+            return np.max([np.minimum(self.profile.direction_epsilons(d, deltas),
+                                      [by_rdp[d] for by_rdp in rdp]) for d in (REMOVE, ADD)],
+                          axis=0)
+        return np.minimum([max(by_rdp.values()) for by_rdp in rdp], self._kairouz(deltas))
 
-    def _kairouz(self, delta: float) -> float:
+    def epsilon(self, delta: float) -> float:
+        """:meth:`epsilons` at one δ."""
+        return float(self.epsilons(delta)[0])
+
+    def _kairouz(self, deltas: np.ndarray) -> np.ndarray:
         """The one-epoch decomposition bound composed over the epochs (Kairouz et al.)."""
-        best = math.inf
         # δ = 1 − (1 − δ₁)^E (1 − δ′) ≤ E·δ₁ + δ′; a coarse search over δ′'s share of δ
-        for share in (0.05, 0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95):
-            per_epoch = (1.0 - share) * delta / self.epochs
-            epsilon_one = self.profile.epsilon(per_epoch)
-            if math.isfinite(epsilon_one):
-                best = min(best, compose_kairouz(epsilon_one, per_epoch, self.epochs,
-                                                 share * delta)[0])
+        shares = np.array(_KAIROUZ_SHARES)
+        per_epoch = (1.0 - shares[:, None]) * deltas[None, :] / self.epochs
+        epsilon_one = self.profile.epsilons(per_epoch.ravel()).reshape(per_epoch.shape)
+        best = np.full(deltas.size, math.inf)
+        for (i, j), value in np.ndenumerate(epsilon_one):
+            if math.isfinite(value):
+                composed = compose_kairouz(float(value), float(per_epoch[i, j]), self.epochs,
+                                           float(shares[i] * deltas[j]))[0]
+                best[j] = min(best[j], composed)
         return best
 
     def delta(self, epsilon: float) -> float:
@@ -136,7 +181,7 @@ class AllocationBound:
             return max(min(self.profile.direction_delta(d, epsilon), by_rdp[d])
                        for d in (REMOVE, ADD))
         rdp = max(by_rdp.values())
-        if rdp <= 0.0 or self._kairouz(rdp) >= epsilon:
+        if rdp <= 0.0 or self._kairouz(np.array([rdp]))[0] >= epsilon:
             return rdp  # the Kairouz route does not reach ε at this δ, nor below it
         low, high = math.log(1e-300), math.log(rdp)
         while high - low > 1e-6:

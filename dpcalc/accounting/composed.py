@@ -21,7 +21,7 @@ engine changes, :func:`composed_directions` is the only function to change.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable
 
@@ -59,10 +59,12 @@ class ProfileCurve:
 class DirectionProfiles:
     """Certified upper and lower profiles of one neighbouring direction; ``lower_for(f)`` is
     the lower profile for another rounding failure f (a smaller f certifies smaller δ, at
-    the cost of a larger slack η)."""
+    the cost of a larger slack η). ``upper`` is None where not computed: an explicit lower
+    instance's direction, whose true profile is below the dominating pair's (the maximum
+    over the other directions' upper profiles bounds it)."""
 
     direction: str
-    upper: ProfileCurve
+    upper: ProfileCurve | None
     lower: ProfileCurve
     lower_for: Callable[[float], ProfileCurve]
 
@@ -82,11 +84,21 @@ class ComposedRun:
     fft_points: int
     gdp_mu: float | None = None
     sources: tuple[str, ...] = ()
+    # what risk.py derives from the profiles, kept for its next reader (not copied by replace)
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
 def _suffix_curve(pld: ComposedPld, bound: str):
-    """(p_∞, losses, S1_j = Σ_{i>j} p_i, ln S2_j = ln Σ_{i>j} p_i e^{−ℓ_i}, Σp, ln Σp e^{−ℓ},
-    shift, subtract) of the masses moved to the safe side of ``bound``."""
+    """(p_∞, losses, S1_j = Σ_{i>j} p_i, ln S2_j = ln Σ_{i>j} p_i e^{−ℓ_i}, Σp, ln Σp e^{−ℓ})
+    of the masses moved to the safe side of ``bound``; computed once per PLD and side (the
+    lower profiles for other failures, lower_for, shift and lower the same sums)."""
+    cache = pld.__dict__.setdefault("_suffix_curves", {})
+    if bound not in cache:
+        cache[bound] = _suffix_sums(pld, bound)
+    return cache[bound]
+
+
+def _suffix_sums(pld: ComposedPld, bound: str):
     pmf, infinity = pld._effective(bound)
     losses = (pld.offset + np.arange(pmf.size)) * pld.grid_step
     after = np.append(np.cumsum(pmf[::-1])[::-1][1:], 0.0)
@@ -155,32 +167,39 @@ def composed_directions(schedule, failure: float, grid_step: float | None = None
     profiles, and the lower profiles of an explicit run (its own directions, "instance …")."""
     from dpcalc.accounting.lower_instances import lower_instance
 
-    run = composed_phases(schedule_phases(schedule), failure, grid_step, smallest_delta)
     found = lower_instance(schedule)
     if found is None:
-        return run
-    known = composed_phases(schedule_phases(found[0]), failure, grid_step, smallest_delta)
-    # The pair's lower profiles are not certified for the sampler: replaced by δ ≥ 0. The
-    # instance's upper profiles are dominated by the pair's, so adding them to the max of
-    # the upper profiles changes nothing but keeps every direction complete.
-    nothing = ProfileCurve(np.zeros(1), np.zeros(1), 0.0,
-                           ((0.0, np.zeros(1), np.zeros(1), np.full(1, -np.inf), 0.0, -np.inf),
-                            0.0, 0.0))
-    directions = {name: replace(profiles, lower=nothing, lower_for=lambda _failure: nothing)
-                  for name, profiles in run.directions.items()}
-    reverse = dict(run.reverse)
+        return composed_phases(schedule_phases(schedule), failure, grid_step, smallest_delta)
+    # The pair's lower profiles are not certified for the sampler: δ ≥ 0 stands in, and they
+    # are not composed. The instance's upper profiles are not composed either: its true
+    # profiles are below the pair's, whose upper profiles bound every direction's.
+    run = composed_phases(schedule_phases(schedule), failure, grid_step, smallest_delta,
+                          lower=False)
+    known = composed_phases(schedule_phases(found[0]), failure, grid_step, smallest_delta,
+                            upper=False)
+    directions, reverse = dict(run.directions), dict(run.reverse)
     for name, profiles in known.directions.items():
         directions[f"instance {name}"] = replace(profiles, direction=f"instance {name}")
         reverse[f"instance {name}"] = f"instance {known.reverse[name]}"
-    return replace(run, directions=directions, reverse=reverse, slack=max(run.slack, known.slack),
+    return replace(run, directions=directions, reverse=reverse, slack=known.slack,
                    fft_points=max(run.fft_points, known.fft_points),
                    sources=(*run.sources, *found[1]))
 
 
+def _no_lower(_failure: float = 0.0) -> ProfileCurve:
+    """D(ε) = 0: the trivial lower profile (δ ≥ 0), where none is certified."""
+    return ProfileCurve(np.zeros(1), np.zeros(1), 0.0,
+                        ((0.0, np.zeros(1), np.zeros(1), np.full(1, -np.inf), 0.0, -np.inf),
+                         0.0, 0.0))
+
+
 def composed_phases(phases, failure: float, grid_step: float | None = None,
-                    smallest_delta: float = _SMALLEST_DELTA) -> ComposedRun:
+                    smallest_delta: float = _SMALLEST_DELTA, upper: bool = True,
+                    lower: bool = True) -> ComposedRun:
     """:func:`composed_directions` of a list of (pair, steps) — any pairs with the
-    interface buckets.py composes (e.g. max_pair.DiscretePair)."""
+    interface buckets.py composes (e.g. max_pair.DiscretePair). ``upper``/``lower`` False:
+    that side is not composed (profiles None, resp. :func:`_no_lower`), for callers that
+    take it from elsewhere; the lower side then starts on the grid step asked."""
     directions = phase_directions(phases)
     total_steps = sum(steps for _, steps in phases)
     half_width = tail_half_width(total_steps, smallest_delta)
@@ -188,16 +207,24 @@ def composed_phases(phases, failure: float, grid_step: float | None = None,
     step = initial_grid_step(phases, grid_step, half_width)
     profiles, slack, points, used_step = {}, -math.inf, 0, step
     for direction in directions:
-        upper_pld, _, upper_step = compose_fitting(phases, direction, step, UPPER, half_width,
-                                                   tail_mass)
-        lower_pld, lower_steps, _ = compose_fitting(phases, direction, upper_step, LOWER,
-                                                    half_width, tail_mass)
-        eta = rounding_slack(lower_steps, failure)
-        lower_for = partial(_lower_profile, lower_pld, lower_steps)
-        profiles[direction] = DirectionProfiles(
-            direction, _profile(upper_pld, UPPER, 0.0, 0.0), lower_for(failure, eta), lower_for)
-        slack = max(slack, eta)
-        points = max(points, upper_pld.pmf.size, lower_pld.pmf.size)
+        upper_profile, lower_profile, lower_for, upper_step = None, _no_lower(), _no_lower, step
+        if upper:
+            upper_pld, _, upper_step = compose_fitting(phases, direction, step, UPPER,
+                                                       half_width, tail_mass)
+            upper_profile = _profile(upper_pld, UPPER, 0.0, 0.0)
+            points = max(points, upper_pld.pmf.size)
+        if lower:
+            lower_pld, lower_steps, lower_step = compose_fitting(phases, direction, upper_step,
+                                                                 LOWER, half_width, tail_mass)
+            eta = rounding_slack(lower_steps, failure)
+            lower_for = partial(_lower_profile, lower_pld, lower_steps)
+            lower_profile = lower_for(failure, eta)
+            slack = max(slack, eta)
+            points = max(points, lower_pld.pmf.size)
+            if not upper:
+                upper_step = lower_step
+        profiles[direction] = DirectionProfiles(direction, upper_profile, lower_profile,
+                                                lower_for)
         used_step = max(used_step, upper_step)
     reverse = {d: REVERSE_DIRECTION.get(d) for d in directions}
     if any(r not in profiles for r in reverse.values()):

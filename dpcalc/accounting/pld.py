@@ -223,6 +223,23 @@ class ComposedPld:
             value -= self.window_mass
         return min(1.0, max(0.0, value))
 
+    def deltas(self, epsilons: np.ndarray, bound: str) -> np.ndarray:
+        """:meth:`delta` at each of ``epsilons`` (the same read-out, vectorised)."""
+        infinity, losses, after, log_after, _, total, log_total = self._curve(bound)
+        epsilons = np.asarray(epsilons, dtype=float)
+        j = np.searchsorted(losses, epsilons, side="right") - 1  # last ℓ_j ≤ ε
+        inside = j >= 0
+        safe = np.where(inside, j, 0)
+        s1 = np.where(inside, after[safe], total) if losses.size else np.full(j.shape, total)
+        log_s2 = (np.where(inside, log_after[safe], log_total) if losses.size
+                  else np.full(j.shape, log_total))
+        with np.errstate(over="ignore"):
+            tail = np.where(s1 > 0, np.exp(np.minimum(epsilons + log_s2, 700.0)), 0.0)
+        value = infinity + s1 - tail
+        if bound == LOWER:
+            value = value - self.window_mass
+        return np.minimum(1.0, np.maximum(0.0, value))
+
     def epsilon(self, delta: float, bound: str) -> float:
         """The smallest ε ≥ 0 with δ(ε) ≤ delta (math.inf if none), on the side ``bound``."""
         return max(0.0, self.loss_quantile(delta, bound))

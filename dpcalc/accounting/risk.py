@@ -97,12 +97,26 @@ def _branches(epsilons: np.ndarray, deltas: np.ndarray, alphas: np.ndarray):
     return first, second
 
 
+def upper_curves(run: ComposedRun) -> list:
+    """The distinct upper profiles of the run's directions (a direction without one, an
+    explicit lower instance's, is bounded by the others': composed.py)."""
+    curves = {id(p.upper): p.upper for p in run.directions.values() if p.upper is not None}
+    return list(curves.values())
+
+
 def symmetric_upper_profile(run: ComposedRun) -> tuple[np.ndarray, np.ndarray]:
     """(ε, δ_sym) at the union of every direction's upper breakpoints, δ_sym = max_d δ_d
-    (an upper bound at each point, made non-increasing on the safe side)."""
-    points = np.unique(np.concatenate([p.upper.breakpoints for p in run.directions.values()]))
-    values = np.max([p.upper.at(points) for p in run.directions.values()], axis=0)
-    return points, np.maximum.accumulate(values[::-1])[::-1]
+    (an upper bound at each point, made non-increasing on the safe side); computed once per
+    run (read-only arrays)."""
+    if "symmetric_upper" not in run.derived:
+        curves = upper_curves(run)
+        points = np.unique(np.concatenate([curve.breakpoints for curve in curves]))
+        values = np.max([curve.at(points) for curve in curves], axis=0)
+        values = np.maximum.accumulate(values[::-1])[::-1]
+        points.setflags(write=False)
+        values.setflags(write=False)
+        run.derived["symmetric_upper"] = (points, values)
+    return run.derived["symmetric_upper"]
 
 
 def tpr_upper(run: ComposedRun, alphas) -> np.ndarray:
@@ -129,7 +143,7 @@ def tpr_lower(run: ComposedRun, alphas) -> np.ndarray:
 def _delta_bounds_at(run: ComposedRun, epsilon: float) -> tuple[float, float]:
     """(max_d δ_d upper, max_d δ_d lower) at ``epsilon`` ≥ 0."""
     point = np.array([epsilon])
-    upper = max(float(p.upper.at(point)[0]) for p in run.directions.values())
+    upper = max(float(curve.at(point)[0]) for curve in upper_curves(run))
     lower = max(float(p.lower.at(point)[0]) for p in run.directions.values())
     return min(1.0, upper), max(0.0, lower)
 
@@ -219,7 +233,8 @@ def _certified_mu(checks, low: float) -> float:
         last = np.append(index[1:] - 1, lefts.size - 1)
         return lefts[index], rights[last], at_left[index], at_right[last]
 
-    first = _bisect_mu(lambda mu: _gdp_holds(mu, [merged(*c) for c in checks]), low)
+    coarse = [merged(*c) for c in checks]  # the same for every μ tried
+    first = _bisect_mu(lambda mu: _gdp_holds(mu, coarse), low)
     if not math.isfinite(first):
         return first
     near = []
@@ -259,7 +274,7 @@ def gdp_mu_bounds(run: ComposedRun) -> GdpBounds:
                    for points, values in lower_checks)
 
     lower = _bisect_mu(not_ruled_out)
-    upper = _certified_mu([_interval_checks(p.upper, top) for p in run.directions.values()],
+    upper = _certified_mu([_interval_checks(curve, top) for curve in upper_curves(run)],
                           max(lower, 1e-6))
     if run.gdp_mu is not None and run.gdp_mu <= upper:  # certified in closed form: every FPR
         return GdpBounds(run.gdp_mu, min(lower, run.gdp_mu), math.inf, (0.0, 1.0))

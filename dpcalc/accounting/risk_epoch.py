@@ -99,7 +99,7 @@ def _allocation_points(phase) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0)
     top = int(-math.log10(_ALLOCATION_SMALLEST) * _ALLOCATION_PER_DECADE)
     deltas = list(10.0 ** (-np.arange(1, top + 1) / _ALLOCATION_PER_DECADE))
-    epsilons = [allocation.epsilon(delta) for delta in deltas]
+    epsilons = list(allocation.epsilons(deltas))
     # ε = 0 is certified at δ_k, not at δ_{k+1}: bisect ln δ between them
     zero = [delta for delta, epsilon in zip(deltas, epsilons) if epsilon <= 0.0]
     if zero:
@@ -145,7 +145,7 @@ def _lower_directions(phase, failure: float, smallest: float, upper: PointsProfi
     for shifts in _shift_pairs(phase):
         phases = _lower_phases(phase, shifts)
         step, _ = phases_grid_step(phases, smallest)
-        run = composed_phases(phases, failure, step, smallest)
+        run = composed_phases(phases, failure, step, smallest, upper=False)  # upper: PointsProfile
         runs.append(run)
         tag = f" ({shifts[0]:g}, {shifts[1]:g})"
         for direction, profiles in run.directions.items():
