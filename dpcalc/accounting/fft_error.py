@@ -85,7 +85,7 @@ class CompositionErrorBound:
             measured = np.abs((transformed - reference).astype(np.complex128)) * 1.01
             reference_norm = math.sqrt(float(np.sum(weights * np.abs(reference.astype(np.complex128)) ** 2)))
             return measured, 1.01 * fft_relative_error(self.size, _LONG_DOUBLE_ROUNDOFF) * reference_norm
-        return None, self.relative_fft * math.sqrt(self.size) * float(np.linalg.norm(pmf))
+        return None, self.relative_fft * math.sqrt(self.size * float(np.sum(pmf * pmf)))
 
     def phase_terms(self, pmf: np.ndarray, transformed: np.ndarray, forward: tuple | None = None):
         """What add_phase needs of one transform, whatever its power: (measured |δz_k| or

@@ -1,0 +1,120 @@
+"""The T-fold compositions of one discrete PLD for many T from one forward transform.
+
+One forward FFT of length N = 2^k·m serves every T: the length-n DFT (n = N/2^i) of the
+pmf folded modulo n is the length-N DFT read at every 2^i-th frequency,
+    DFT_n(fold_n p)[j] = Σ_s p_s e^{−2πi j s/n} = DFT_N(p)[2^i·j],
+so each T is raised and inverted on the shortest n of that family that holds its window
+and pad (a short transform for a small T). The exact composition on a circle of length n
+holds the mass of S at (S − support_lo) mod n, as fft_compose.compose; the window of
+every T fits its own n, so nothing wraps onto the window but the ≤ 2τ outside it
+(accounting-methods.md §2). The float-error terms of the forward transform (fft_error.py)
+are per coefficient (measured, ln M_k, |ln ẑ_k|), read at the same frequencies, or an L2
+bound over all N coefficients, which bounds every subset of them.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import fft as sp_fft
+
+from dpcalc.accounting.fft_compose import _power, read_back
+from dpcalc.accounting.fft_error import CompositionErrorBound
+from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
+
+# N = 2^_HALVINGS·m: each T may use N, N/2, …, N/2^_HALVINGS points.
+_HALVINGS = 3
+_LAMBDAS_PER_DECADE = 24
+
+
+def lambda_table(guesses: np.ndarray, per_decade: int = _LAMBDAS_PER_DECADE) -> np.ndarray:
+    """λ from 1/4096 of the smallest to 4096 times the largest Gaussian optimum (few
+    steps of a bounded error want a large λ)."""
+    low, high = float(guesses.min()) / 4096.0, float(guesses.max()) * 4096.0
+    count = max(8, int(math.ceil(math.log10(high / low) * per_decade)))
+    return np.geomspace(low, high, count)
+
+
+def minimise(cumulant: np.ndarray, lambdas: np.ndarray, steps: np.ndarray,
+             log_term: float) -> np.ndarray:
+    """Per T: min over the table of (T·K(λ) + log_term)/λ (∞ where no λ is finite).
+    Every λ > 0 gives a valid Chernoff bound, so the minimum over any table is one."""
+    values = (steps[:, None] * cumulant[None, :] + log_term) / lambdas[None, :]
+    values = np.where(np.isfinite(values), values, np.inf)
+    return values.min(axis=1)
+
+
+def tabulated_windows(pld: DiscretePld, steps: np.ndarray, log_tau: float) -> list[tuple]:
+    """Per T: loss values (lo, hi) with P(S_T < lo) ≤ τ and P(S_T > hi) ≤ τ (Chernoff, as
+    chernoff._chernoff_window, over one table of λ; a table twice as coarse as the
+    slacks' costs the window at most ~0.5% of its width and half the MGF work)."""
+    mean = float(np.sum(pld.pmf * pld.losses))
+    variance = float(np.sum(pld.pmf * (pld.losses - mean) ** 2))
+    scales = np.sqrt(steps * max(variance, 0.0)) + pld.grid_step
+    lambdas = lambda_table(math.sqrt(-2.0 * log_tau) / scales, _LAMBDAS_PER_DECADE // 2)
+    hi = minimise(pld.log_mgf(lambdas), lambdas, steps, -log_tau)
+    lo = -minimise(pld.log_mgf(-lambdas), lambdas, steps, -log_tau)
+    hi = np.where(np.isfinite(hi), hi, steps * mean + 50 * scales)
+    lo = np.where(np.isfinite(lo), lo, steps * mean - 50 * scales)
+    return list(zip(lo.tolist(), hi.tolist()))
+
+
+def _layout(pld: DiscretePld, steps: np.ndarray, tail_mass: float, max_points: int) -> list[tuple]:
+    """Per T: (T, support_lo, lo_index, window points, window mass) as fft_compose.compose."""
+    step = pld.grid_step
+    layout = []
+    for count, (lo, hi) in zip(steps.tolist(), tabulated_windows(pld, steps, math.log(tail_mass))):
+        support_lo, support_hi = count * pld.offset, count * (pld.offset + pld.pmf.size - 1)
+        lo_index, hi_index = max(support_lo, math.floor(lo / step)), min(support_hi, math.ceil(hi / step))
+        whole = lo_index == support_lo and hi_index == support_hi
+        layout.append((count, support_lo, lo_index, hi_index - lo_index + 1,
+                       0.0 if whole else 2 * tail_mass))
+    needed = max(entry[3] for entry in layout)
+    if needed > max_points:
+        raise GridTooLarge(needed)
+    return layout
+
+
+def _padded(points: int) -> int:
+    """Window plus the pad whose content measures the FFT's own error (fft_compose)."""
+    return points + max(64, points // 32)
+
+
+def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
+                    max_points: int = MAX_FFT_POINTS):
+    """Yield (position in ``steps``, T-fold composition of ``pld``) for every T, one at a
+    time (the caller reads each out and drops it)."""
+    layout = _layout(pld, steps, tail_mass, max_points)
+    scale = 1 << _HALVINGS
+    base = sp_fft.next_fast_len(-(-_padded(max(entry[3] for entry in layout)) // scale), real=True)
+    size = scale * base
+    folded = pld.pmf
+    if folded.size > size:
+        folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
+    transformed = sp_fft.rfft(folded, size)
+    measured, bound, log_bound, log_size = CompositionErrorBound(size).phase_terms(folded, transformed)
+    for position, (count, support_lo, lo_index, points, window_mass) in enumerate(layout):
+        if count == 1:  # one step: nothing to compose, nothing to round off
+            yield position, ComposedPld(pld.grid_step, pld.offset, pld.pmf.copy(),
+                                        pld.infinity_mass, 0.0, 0.0)
+            continue
+        stride = 1
+        while stride < scale and size // (2 * stride) >= _padded(points):
+            stride *= 2
+        # length n = size/stride: its rfft coefficients are every stride-th of length N
+        error_bound = CompositionErrorBound(size // stride)
+        terms = (None if measured is None else measured[::stride], bound,
+                 log_bound[::stride], log_size[::stride])
+        spectrum = transformed[::stride]
+        error_bound.add_phase(None, spectrum, count, terms)
+        infinity = (1.0 if pld.infinity_mass >= 1
+                    else -math.expm1(count * math.log1p(-pld.infinity_mass)))
+        yield position, read_back(_power(spectrum, count), error_bound, pld.grid_step, support_lo,
+                                  lo_index, points, tail_mass, window_mass, infinity)
+
+
+def tabulated_slacks(pld: DiscretePld, steps: np.ndarray, failure: float) -> np.ndarray:
+    """Per T: η with P(Σ_{t≤T} E_t > η) ≤ failure (chernoff.rounding_slack for one pld)."""
+    spreads = pld.grid_step * np.sqrt(np.maximum(steps, 1) / 12.0)
+    lambdas = lambda_table(math.sqrt(2.0 * math.log(1.0 / failure)) / spreads)
+    return minimise(pld.rounding_log_mgf(lambdas), lambdas, steps, -math.log(failure))
