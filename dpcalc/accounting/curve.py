@@ -87,13 +87,19 @@ class _Direction:
     def grid(self, index: int) -> float:
         return next(min(self.grids[i] for i in group) for group in self.groups if index in group)
 
-    def uppers(self) -> list[float | None]:
-        """Per T: the certified upper ε (None where float noise calls for the point path)."""
+    def uppers(self, wanted: list[int]) -> dict[int, float | None]:
+        """Certified upper ε at the T of indices ``wanted`` (None: float noise calls for
+        the point path)."""
         tail_mass = TAIL_FRACTION * self.delta
-        out: list[float | None] = [None] * self.steps.size
+        out: dict[int, float | None] = {}
+        wanted = set(wanted)
         for number, group in enumerate(self.groups):
-            for position, up in composed_powers(self._pld(number, UPPER), self.steps[group], tail_mass):
-                index = group[position]
+            chosen = [i for i in group if i in wanted]
+            if not chosen:
+                continue
+            for position, up in composed_powers(self._pld(number, UPPER), self.steps[chosen],
+                                                tail_mass):
+                index = chosen[position]
                 self.points[index] = max(self.points[index], up.pmf.size)
                 noisy = _noise_mass(up) > _NOISE_SHARE * self.delta
                 out[index] = None if noisy else up.epsilon(self.delta, UPPER)
@@ -122,14 +128,66 @@ class _Direction:
         return out
 
 
+_SPACING = 0.8  # a round's step counts, each at most this fraction of the one before
+_ROUNDS = 4
+
+
+def _covering_uppers(direction: _Direction, leading: list, live: list[int],
+                     known: dict[int, float | None]) -> dict[int, float | None]:
+    """Per live T: a certified upper ε of ``direction`` that lies at or below the leading
+    direction's upper bound ``leading`` wherever one is found, composing as few T as it can.
+
+    ε_d(δ) of T repetitions is non-decreasing in T (the first T steps of T' ≥ T are a
+    post-processing of all T': the hockey-stick divergence cannot grow), so an upper
+    bound at T' certifies every T ≤ T'. Where it is already below the leading direction's
+    upper bound, the maximum over directions, hence the reported ε, is what composing
+    this direction at T itself would give. The others are composed in a few rounds, from
+    the largest T down, the step counts of a round spaced by a factor _SPACING."""
+    known = dict(known)
+    rounds = 0
+    while True:
+        found, best = {}, math.inf  # best: min of the known bounds at T' ≥ T
+        uncovered = []
+        for i in reversed(live):
+            if i in known:
+                found[i] = known[i]
+                best = best if known[i] is None else min(best, known[i])
+                continue
+            if best <= leading[i]:
+                found[i] = best
+            else:
+                uncovered.append(i)  # largest T first
+        if not uncovered:
+            return found
+        rounds += 1
+        picked, ceiling = [], math.inf
+        for i in uncovered:
+            if rounds >= _ROUNDS or direction.steps[i] <= ceiling:
+                picked.append(i)
+                ceiling = _SPACING * float(direction.steps[i])
+        known.update(direction.uppers(picked))
+
+
 def _curve_bounds(pair, steps: np.ndarray, hints, delta: float, tolerance: float):
     """Per T (sorted): {direction: (upper, lower)} or None (the point path decides), the
     grid and the FFT points."""
-    directions = [_Direction(pair, d, steps, hints, delta, tolerance) for d in pair.directions]
-    uppers = {d.direction: d.uppers() for d in directions}
     count = steps.size
+    directions = [_Direction(pair, d, steps, hints, delta, tolerance) for d in pair.directions]
+    # the direction with the largest upper bound at the largest T leads: every T of it
+    tops = {d.direction: d.uppers([count - 1])[count - 1] for d in directions}
+    lead = max(directions, key=lambda d: -1.0 if tops[d.direction] is None else tops[d.direction])
+    leading = lead.uppers(list(range(count - 1)))
+    leading[count - 1] = tops[lead.direction]
+    leading = [leading[i] for i in range(count)]
+    live = [i for i in range(count) if leading[i] is not None]
+    uppers = {lead.direction: leading}
+    for direction in directions:
+        if direction is not lead:
+            covering = _covering_uppers(direction, leading, live,
+                                        {count - 1: tops[direction.direction]})
+            uppers[direction.direction] = [covering.get(i) for i in range(count)]
     bounds: list[dict | None] = [None] * count
-    live = [i for i in range(count) if all(uppers[d][i] is not None for d in uppers)]
+    live = [i for i in live if all(uppers[d][i] is not None for d in uppers)]
     for i in live:
         bounds[i] = {d: (uppers[d][i], 0.0) for d in uppers}
     # the lower bound of the direction with the largest upper bound first

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from scipy import fft as sp_fft
 
-from dpcalc.accounting.fft_compose import _power, read_back
+from dpcalc.accounting.fft_compose import read_back
 from dpcalc.accounting.fft_error import CompositionErrorBound
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
 
@@ -44,16 +44,32 @@ def minimise(cumulant: np.ndarray, lambdas: np.ndarray, steps: np.ndarray,
     return values.min(axis=1)
 
 
+# The windows' λ table spans every step count pb allows, so it is tabulated once per pld
+# and serves every subset of T drawn from it.
+_WINDOW_STEPS = (1, 10**9)
+
+
+def _window_cumulants(pld: DiscretePld, log_tau: float):
+    """(λ table, K(λ), K(−λ)) of one step's finite loss, cached on the pld."""
+    key = ("_window_cumulants", log_tau)
+    if key not in pld.__dict__:
+        variance = float(np.sum(pld.pmf * (pld.losses - np.sum(pld.pmf * pld.losses)) ** 2))
+        scales = np.sqrt(np.array(_WINDOW_STEPS) * max(variance, 0.0)) + pld.grid_step
+        lambdas = lambda_table(math.sqrt(-2.0 * log_tau) / scales, _LAMBDAS_PER_DECADE // 2)
+        pld.__dict__[key] = (lambdas, pld.log_mgf(lambdas), pld.log_mgf(-lambdas))
+    return pld.__dict__[key]
+
+
 def tabulated_windows(pld: DiscretePld, steps: np.ndarray, log_tau: float) -> list[tuple]:
     """Per T: loss values (lo, hi) with P(S_T < lo) ≤ τ and P(S_T > hi) ≤ τ (Chernoff, as
-    chernoff._chernoff_window, over one table of λ; a table twice as coarse as the
-    slacks' costs the window at most ~0.5% of its width and half the MGF work)."""
+    chernoff._chernoff_window, over one table of λ; a table half as dense as the slacks'
+    costs the window at most ~0.5% of its width and half the MGF work)."""
     mean = float(np.sum(pld.pmf * pld.losses))
     variance = float(np.sum(pld.pmf * (pld.losses - mean) ** 2))
     scales = np.sqrt(steps * max(variance, 0.0)) + pld.grid_step
-    lambdas = lambda_table(math.sqrt(-2.0 * log_tau) / scales, _LAMBDAS_PER_DECADE // 2)
-    hi = minimise(pld.log_mgf(lambdas), lambdas, steps, -log_tau)
-    lo = -minimise(pld.log_mgf(-lambdas), lambdas, steps, -log_tau)
+    lambdas, above, below = _window_cumulants(pld, log_tau)
+    hi = minimise(above, lambdas, steps, -log_tau)
+    lo = -minimise(below, lambdas, steps, -log_tau)
     hi = np.where(np.isfinite(hi), hi, steps * mean + 50 * scales)
     lo = np.where(np.isfinite(lo), lo, steps * mean - 50 * scales)
     return list(zip(lo.tolist(), hi.tolist()))
@@ -80,6 +96,47 @@ def _padded(points: int) -> int:
     return points + max(64, points // 32)
 
 
+# exp(x) is exactly 0 in float64 below ln(2^-1075) ≈ −745.13
+_UNDERFLOW = -745.2
+
+
+class _Strided:
+    """The length-n = N/stride view of one forward transform: its coefficients and their
+    error terms, with the coefficients ordered by ln M_k (largest first) so that each T
+    touches only those whose powers do not underflow."""
+
+    def __init__(self, transformed: np.ndarray, terms: tuple, stride: int):
+        measured, bound, log_bound, log_size = terms
+        self.spectrum = transformed[::stride]
+        self.measured = None if measured is None else measured[::stride]
+        self.bound = bound
+        self.log_bound = log_bound[::stride]
+        self.log_size = log_size[::stride]
+        with np.errstate(divide="ignore"):
+            self.log_modulus = np.log(np.abs(self.spectrum))
+        self.order = np.argsort(-self.log_bound, kind="stable")
+        self.sorted_negative = -self.log_bound[self.order]
+
+    def power(self, count: int, size: int):
+        """(spectrum**count, its error bound) on the circle of ``size`` points.
+
+        Only the coefficients with (count − 1)·ln M_k > _UNDERFLOW are touched: for the
+        others the growth factor count·M^(count−1) of fft_error.absolute and the power
+        |ẑ|^count ≤ M^count are exactly 0 in float64, as they would be if computed."""
+        alive_count = int(np.searchsorted(self.sorted_negative, -_UNDERFLOW / (count - 1), side="left"))
+        index = self.order[:alive_count]
+        values = self.spectrum[index]
+        # as fft_compose._power: entries whose power underflows are left at 0
+        live = count * self.log_modulus[index] > -745.0
+        powered = np.zeros_like(self.spectrum)
+        powered[index[live]] = values[live] ** count
+        error_bound = CompositionErrorBound(size, index=index)
+        terms = (None if self.measured is None else self.measured[index], self.bound,
+                 self.log_bound[index], self.log_size[index])
+        error_bound.add_phase(None, None, count, terms)
+        return powered, error_bound
+
+
 def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
                     max_points: int = MAX_FFT_POINTS):
     """Yield (position in ``steps``, T-fold composition of ``pld``) for every T, one at a
@@ -92,7 +149,8 @@ def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
     if folded.size > size:
         folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
     transformed = sp_fft.rfft(folded, size)
-    measured, bound, log_bound, log_size = CompositionErrorBound(size).phase_terms(folded, transformed)
+    terms = CompositionErrorBound(size).phase_terms(folded, transformed)
+    views: dict[int, _Strided] = {}
     for position, (count, support_lo, lo_index, points, window_mass) in enumerate(layout):
         if count == 1:  # one step: nothing to compose, nothing to round off
             yield position, ComposedPld(pld.grid_step, pld.offset, pld.pmf.copy(),
@@ -102,14 +160,12 @@ def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
         while stride < scale and size // (2 * stride) >= _padded(points):
             stride *= 2
         # length n = size/stride: its rfft coefficients are every stride-th of length N
-        error_bound = CompositionErrorBound(size // stride)
-        terms = (None if measured is None else measured[::stride], bound,
-                 log_bound[::stride], log_size[::stride])
-        spectrum = transformed[::stride]
-        error_bound.add_phase(None, spectrum, count, terms)
+        if stride not in views:
+            views[stride] = _Strided(transformed, terms, stride)
+        spectrum, error_bound = views[stride].power(count, size // stride)
         infinity = (1.0 if pld.infinity_mass >= 1
                     else -math.expm1(count * math.log1p(-pld.infinity_mass)))
-        yield position, read_back(_power(spectrum, count), error_bound, pld.grid_step, support_lo,
+        yield position, read_back(spectrum, error_bound, pld.grid_step, support_lo,
                                   lo_index, points, tail_mass, window_mass, infinity)
 
 

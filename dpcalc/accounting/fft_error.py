@@ -65,8 +65,13 @@ class CompositionErrorBound:
     """Accumulates, phase by phase, what the bound needs; ``absolute()`` and
     ``relative()`` give the per-entry error bounds of the composed pmf."""
 
-    def __init__(self, size: int, input_relative_error: float = 16.0 * UNIT_ROUNDOFF):
+    def __init__(self, size: int, input_relative_error: float = 16.0 * UNIT_ROUNDOFF,
+                 index: np.ndarray | None = None):
         self.size = size
+        # The rfft coefficients the per-coefficient terms are given at (None: all). The
+        # others must contribute exactly 0 in float64: their growth factor and powered
+        # spectrum underflow (see curve_compose.composed_powers).
+        self.index = index
         self.input_relative_error = input_relative_error
         self.relative_fft = fft_relative_error(size)
         # (measured |δz_k| or None, L2 bound on the rest, T_i, log M_i) per phase
@@ -133,6 +138,8 @@ class CompositionErrorBound:
         (without the inverse transform's own error unless ``include_inverse``)."""
         size = self.size
         weights = full_spectrum_weights(size, spectrum.size)
+        if self.index is not None:
+            weights, spectrum = weights[self.index], spectrum[self.index]
         total_log = sum(steps * log_bound for _, _, steps, log_bound in self.phases)
         propagated = 0.0
         for measured, bound, steps, log_bound in self.phases:
