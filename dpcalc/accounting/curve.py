@@ -28,6 +28,7 @@ from dpcalc.accounting.buckets import (_LOWER_FAILURE, _hinted_step, _open_direc
 from dpcalc.accounting.curve_compose import composed_powers, tabulated_slacks  # noqa: F401
 from dpcalc.accounting.discretise import discretise
 from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, GridTooLarge
+from dpcalc.accounting.tail_readout import tail_quantile
 
 
 def _point_step(pair, direction: str, count: int, hint, tolerance: float, delta: float) -> float:
@@ -102,7 +103,7 @@ class _Direction:
                 index = chosen[position]
                 self.points[index] = max(self.points[index], up.pmf.size)
                 noisy = _noise_mass(up) > _NOISE_SHARE * self.delta
-                out[index] = None if noisy else up.epsilon(self.delta, UPPER)
+                out[index] = None if noisy else max(0.0, tail_quantile(up, self.delta, UPPER))
         return out
 
     def lowers(self, wanted: list[int]) -> dict[int, float | None]:
@@ -124,7 +125,7 @@ class _Direction:
                     out[index] = None
                     continue
                 # as buckets._direction_bounds: the UNCLAMPED read-out shifted by η
-                out[index] = max(0.0, low.loss_quantile(self.delta + failure, LOWER) - slacks[position])
+                out[index] = max(0.0, tail_quantile(low, self.delta + failure, LOWER) - slacks[position])
         return out
 
 
