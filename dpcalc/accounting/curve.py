@@ -25,7 +25,7 @@ from dpcalc.accounting.buckets import (_LOWER_FAILURE, _hinted_step, _open_direc
                                        _window_points, _HINT_ABOVE_POINTS, DEFAULT_TOLERANCE,
                                        TAIL_FRACTION, PldBounds, check_consistent,
                                        epsilon_bounds, initial_grid_step, tail_half_width)
-from dpcalc.accounting.curve_compose import composed_powers, tabulated_slacks  # noqa: F401
+from dpcalc.accounting.curve_compose import Spectral, composed_powers, tabulated_slacks  # noqa: F401
 from dpcalc.accounting.discretise import discretise
 from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, GridTooLarge
 from dpcalc.accounting.tail_readout import tail_quantile
@@ -45,12 +45,14 @@ def _groups(steps: list[float]) -> list[list[int]]:
     group shares one transform on its finest grid (so no point gets a coarser grid than
     the point path gives it)."""
     groups: list[list[int]] = []
+    low = high = math.nan
     for index, step in enumerate(steps):
-        if groups and max(steps[i] for i in groups[-1] + [index]) < 2.0 * min(
-                steps[i] for i in groups[-1] + [index]):
+        if groups and max(high, step) < 2.0 * min(low, step):
             groups[-1].append(index)
+            low, high = min(low, step), max(high, step)
         else:
             groups.append([index])
+            low = high = step
     return groups
 
 
@@ -63,6 +65,42 @@ def _noise_mass(composed: ComposedPld) -> float:
     return float(np.sum(floor)) if np.ndim(floor) else float(floor) * composed.pmf.size
 
 
+def _read(composition, delta: float, bound: str, points: list, index: int,
+          noise_delta: float | None = None, hint: float | None = None) -> float | None:
+    """The unclamped read-out (ComposedPld.loss_quantile) of one composition, from its
+    spectrum where it can be; None where float noise calls for the point path (noise
+    mass above _NOISE_SHARE·δ). Records the window's points."""
+    noise_delta = delta if noise_delta is None else noise_delta
+    if isinstance(composition, Spectral):
+        tail = composition.tail
+        points[index] = max(points[index], tail.points)
+        if tail.noise_mass() > _NOISE_SHARE * noise_delta:
+            return None
+        value = tail.quantile(delta, bound, hint)
+        if value is not None:
+            return value
+        composition = composition.composed()
+    points[index] = max(points[index], composition.pmf.size)
+    if _noise_mass(composition) > _NOISE_SHARE * noise_delta:
+        return None
+    return tail_quantile(composition, delta, bound)
+
+
+class _MomentsMemo:
+    """The pair, its loss moments computed once per direction (the grid of every T asks)."""
+
+    def __init__(self, pair):
+        self._pair, self._moments = pair, {}
+
+    def __getattr__(self, name):
+        return getattr(self._pair, name)
+
+    def loss_moments(self, direction: str):
+        if direction not in self._moments:
+            self._moments[direction] = self._pair.loss_moments(direction)
+        return self._moments[direction]
+
+
 class _Direction:
     """One direction of the pair along the curve: its grid per T and the groups of T that
     share a discretisation (tails sized for the group's largest T)."""
@@ -70,11 +108,18 @@ class _Direction:
     def __init__(self, pair, direction: str, steps: np.ndarray, hints, delta: float,
                  tolerance: float):
         self.pair, self.direction, self.steps, self.delta = pair, direction, steps, delta
-        self.grids = [_point_step(pair, direction, int(count), None if hints is None else hints[i],
+        memo = _MomentsMemo(pair)
+        self.grids = [_point_step(memo, direction, int(count), None if hints is None else hints[i],
                                   tolerance, delta) for i, count in enumerate(steps.tolist())]
         self.groups = _groups(self.grids)
+        self._group_grid = [0.0] * steps.size
+        for group in self.groups:
+            finest = min(self.grids[j] for j in group)
+            for i in group:
+                self._group_grid[i] = finest
         self.points = [0] * steps.size
         self._plds: dict = {}
+        self._near: dict[int, float] = {}  # where each T's ε was found (search hints)
 
     def _pld(self, number: int, bound: str):
         key = (number, bound)
@@ -86,7 +131,7 @@ class _Direction:
         return self._plds[key]
 
     def grid(self, index: int) -> float:
-        return next(min(self.grids[i] for i in group) for group in self.groups if index in group)
+        return self._group_grid[index]
 
     def uppers(self, wanted: list[int]) -> dict[int, float | None]:
         """Certified upper ε at the T of indices ``wanted`` (None: float noise calls for
@@ -98,12 +143,14 @@ class _Direction:
             chosen = [i for i in group if i in wanted]
             if not chosen:
                 continue
+            hint = None
             for position, up in composed_powers(self._pld(number, UPPER), self.steps[chosen],
                                                 tail_mass):
                 index = chosen[position]
-                self.points[index] = max(self.points[index], up.pmf.size)
-                noisy = _noise_mass(up) > _NOISE_SHARE * self.delta
-                out[index] = None if noisy else max(0.0, tail_quantile(up, self.delta, UPPER))
+                value = _read(up, self.delta, UPPER, self.points, index, hint=hint)
+                out[index] = None if value is None else max(0.0, value)
+                hint = value if value is not None and math.isfinite(value) else hint
+                self._near[index] = hint
         return out
 
     def lowers(self, wanted: list[int]) -> dict[int, float | None]:
@@ -118,14 +165,14 @@ class _Direction:
             pld = self._pld(number, LOWER)
             counts = self.steps[chosen]
             slacks = tabulated_slacks(pld, counts, failure).tolist()
+            hint = None
             for position, low in composed_powers(pld, counts, tail_mass):
                 index = chosen[position]
-                self.points[index] = max(self.points[index], low.pmf.size)
-                if _noise_mass(low) > _NOISE_SHARE * self.delta:
-                    out[index] = None
-                    continue
+                hint = self._near.get(index, hint)
+                value = _read(low, self.delta + failure, LOWER, self.points, index, self.delta, hint)
+                hint = value if value is not None and math.isfinite(value) else hint
                 # as buckets._direction_bounds: the UNCLAMPED read-out shifted by η
-                out[index] = max(0.0, tail_quantile(low, self.delta + failure, LOWER) - slacks[position])
+                out[index] = None if value is None else max(0.0, value - slacks[position])
         return out
 
 

@@ -21,6 +21,7 @@ from scipy import fft as sp_fft
 from dpcalc.accounting.fft_compose import read_back
 from dpcalc.accounting.fft_error import CompositionErrorBound
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
+from dpcalc.accounting.spectral_readout import SpectralTail
 
 # N = 2^_HALVINGS·m: each T may use N, N/2, …, N/2^_HALVINGS points.
 _HALVINGS = 3
@@ -162,11 +163,35 @@ def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
         # length n = size/stride: its rfft coefficients are every stride-th of length N
         if stride not in views:
             views[stride] = _Strided(transformed, terms, stride)
-        spectrum, error_bound = views[stride].power(count, size // stride)
+        circle = size // stride
+        spectrum, error_bound = views[stride].power(count, circle)
         infinity = (1.0 if pld.infinity_mass >= 1
                     else -math.expm1(count * math.log1p(-pld.infinity_mass)))
-        yield position, read_back(spectrum, error_bound, pld.grid_step, support_lo,
-                                  lo_index, points, tail_mass, window_mass, infinity)
+        inverse = (spectrum, error_bound, pld.grid_step, support_lo, lo_index, points, tail_mass,
+                   window_mass, infinity)
+        if error_bound.index.size > circle // _SPECTRAL_SHARE:
+            yield position, read_back(*inverse)
+            continue
+        tail = SpectralTail(spectrum[error_bound.index], error_bound.index, circle,
+                            (lo_index - support_lo) % circle, points, lo_index, pld.grid_step,
+                            infinity, window_mass, error_bound.absolute(spectrum, include_inverse=False),
+                            error_bound.relative())
+        yield position, Spectral(tail, inverse)
+
+
+# Read from the spectrum where at most 1/_SPECTRAL_SHARE of the circle's coefficients live.
+_SPECTRAL_SHARE = 64
+
+
+class Spectral:
+    """A composition read from its spectrum (spectral_readout.py); ``composed()`` inverts
+    it (fft_compose.read_back) where that read-out declines."""
+
+    def __init__(self, tail: SpectralTail, inverse: tuple):
+        self.tail, self._inverse = tail, inverse
+
+    def composed(self) -> ComposedPld:
+        return read_back(*self._inverse)
 
 
 def tabulated_slacks(pld: DiscretePld, steps: np.ndarray, failure: float) -> np.ndarray:

@@ -123,7 +123,11 @@ class CompositionErrorBound:
         """Bound on |irfft(W) − F⁻¹W| per entry of ``circular`` = irfft(W) (item 3): the
         a priori one when it is within ``budget`` per entry, else measured where possible."""
         weights = full_spectrum_weights(self.size, spectrum.size)
-        norm = math.sqrt(float(np.sum(weights * np.abs(spectrum) ** 2))) / math.sqrt(self.size)
+        if self.index is None:
+            norm = math.sqrt(float(np.sum(weights * np.abs(spectrum) ** 2))) / math.sqrt(self.size)
+        else:  # the other coefficients are exactly 0
+            norm = math.sqrt(float(np.sum(weights[self.index] * np.abs(spectrum[self.index]) ** 2))
+                             ) / math.sqrt(self.size)
         a_priori = self.relative_fft * norm
         if a_priori > budget and _MEASURE and self.size <= _MEASURE_MAX_SIZE:
             from scipy import fft as sp_fft
