@@ -14,9 +14,12 @@ E + r|c̃_i| (r: rounded inputs), c̃ = the exact inverse DFT of the computed W.
 c̃_i ≥ −E, so |c̃_i| ≤ c̃_i + 2E and
     (1 − r)c̃_i − E(1 + 2r) ≤ c_true,i ≤ (1 + r)c̃_i + E(1 + 2r),
 both linear in c̃: the upper (lower) read-out uses the right (left) side as its masses.
-The float error of each spectral sum is bounded by (1/n) Σ_k w_k |W_k||H_k|·(ρ + (K + 8)u)
-(Higham 2002, §3.1: a sum of K products; ρ = 1024u for the closed-form series, far above
-the few-ulp error of its sin/exp/expm1 terms on exactly reduced angles).
+The float error of each spectral sum is bounded term by term: the numerator
+ω^{k(w0+a)} − x^M ω^{k(w0+L)} is a difference of unit vectors whose angles 2πr/n come
+from exactly reduced integers r (error ≤ 19u each, taken as 128u for the difference),
+divided by 1 − xω^k computed without cancellation; the rest (the division, the product
+with W_k, the sum of K terms) adds a relative (K + 64)u (Higham 2002, §3.1, the
+recursive-summation bound γ_K). Where that bound exceeds 1e-4·δ the read-out declines.
 
 The read-out then follows ComposedPld.loss_quantile: on (ℓ_{j−1}, ℓ_j] the δ of the
 masses is A − e^ε B (A = p_∞ + Σ_{i≥j} p_i, B = Σ_{i≥j} p_i e^{−ℓ_i}); an upper answer is
