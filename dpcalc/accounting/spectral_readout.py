@@ -120,7 +120,7 @@ class SpectralTail:
         count = (self.points - grid - 1).astype(float)
         # Σ_{i>j} p_i (1 − e^{ℓ_j − ℓ_i}) with e^{ℓ_j − ℓ_i} = e^{−h}·e^{−(i−j−1)h}
         weights_sum = np.maximum(count - shrink * geometric, 0.0)  # Σ (1 − e^{ℓ_j − ℓ_i})
-        slack = 4.0 * UNIT_ROUNDOFF * (np.abs(s1) + np.abs(s2) + count)
+        slack = 4.0 * UNIT_ROUNDOFF * (np.abs(s1) + np.abs(s2))  # s1 − e^{−h}s2, rounded
         if bound == UPPER:
             masses = (1 + r) * (s1 - shrink * s2 + e1 + shrink * e2 + slack)
             value = (self.infinity + self.window_mass + masses
