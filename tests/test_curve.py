@@ -145,3 +145,118 @@ def test_an_inconsistency_on_the_curve_path_is_shown_not_recomputed(monkeypatch)
     rows = epsilon_curves(["pb"], [Schedule.single(0.01, 1.0, n) for n in (100, 200)], 1e-5)
     for (result,) in rows:
         assert result.epsilon is None and "InconsistentBounds" in result.notes[0]
+
+
+# --- the fast curve path (issue 13): per-T transform lengths, spectral and tail read-outs,
+# the other direction's upper bounds from few step counts
+
+
+AGREEMENT_CASES = [
+    # q, σ, adjacency, step counts, δ
+    (0.01, 1.0, "add-remove", [100, 700, 2500, 6000, 10000], 1e-5),
+    (2e-3, 0.7, "add-remove", [500, 5000, 40000], 1e-8),  # small q, small δ: mostly the curve
+    (2e-3, 0.7, "add-remove", [500, 5000, 40000], 1e-10),  # tiny δ: float noise, the point path
+    (0.05, 1.5, "replace-one", [20, 400, 3000], 1e-7),
+]
+
+
+@pytest.mark.parametrize("q, sigma, adjacency, counts, delta", AGREEMENT_CASES)
+def test_curve_agrees_with_the_point_path_on_both_bounds(q, sigma, adjacency, counts, delta):
+    pair = _pair(q, sigma, "poisson", adjacency)
+    curve = epsilon_curve(pair, counts, delta)
+    for count, bounds in zip(counts, curve):
+        point = epsilon_bounds([(pair, count)], delta)
+        # certified both ways: neither lower bound above the other path's upper bound
+        assert bounds.upper >= point.lower * (1 - 1e-12)
+        assert bounds.lower <= point.upper * (1 + 1e-12)
+        assert bounds.upper == pytest.approx(point.upper, rel=2e-4, abs=1e-9)
+        assert bounds.lower == pytest.approx(point.lower, rel=2e-3, abs=1e-9)
+        assert bounds.upper - bounds.lower <= max(0.01 * bounds.upper, 1e-6)
+        for direction, (upper, lower) in bounds.by_direction.items():
+            point_upper, point_lower = point.by_direction[direction]
+            assert upper >= point_lower * (1 - 1e-12) and lower <= point_upper * (1 + 1e-12)
+
+
+def test_the_other_direction_is_certified_by_a_larger_step_count():
+    """ε is non-decreasing in T: the add direction's upper bound may come from a T' ≥ T;
+    it is then at most the remove direction's (so ε is unchanged) and still certified."""
+    pair = _pair(0.01, 1.0)
+    counts = [1000 + 100 * i for i in range(30)]
+    curve = epsilon_curve(pair, counts, 1e-5)
+    adds = [bounds.by_direction["add"][0] for bounds in curve]
+    assert len(set(adds)) < len(adds)  # some points reuse a larger T's bound
+    for count, bounds, add in zip(counts, curve, adds):
+        assert add <= bounds.by_direction["remove"][0]
+        if count in (1000, 2000, 3900):
+            exact = epsilon_bounds([(pair, count)], 1e-5).by_direction["add"]
+            assert add >= exact[1] * (1 - 1e-12)
+
+
+def _compositions(q, sigma, bound, counts, step=1e-4, delta=1e-12):
+    from dpcalc.accounting.buckets import tail_half_width
+    from dpcalc.accounting.curve_compose import composed_powers
+
+    pair = _pair(q, sigma)
+    pld = discretise(pair, "remove", step, tail_half_width(max(counts), delta), bound)
+    return list(composed_powers(pld, np.array(counts), 1e-9 * delta))
+
+
+@pytest.mark.parametrize("q, sigma", [(0.01, 1.0), (0.2, 2.0), (1e-3, 0.8)])
+@pytest.mark.parametrize("bound", [UPPER, LOWER])
+def test_spectral_read_out_brackets_the_inverse_transform(q, sigma, bound):
+    """Read from the sparse spectrum, ε is on the safe side of the plain read-out of the
+    inverted spectrum (float noise ignored) and agrees with the certified read-out of the
+    inverse transform."""
+    from dpcalc.accounting.curve_compose import Spectral
+    from dpcalc.accounting.tail_readout import tail_quantile
+
+    used = 0
+    for _, item in _compositions(q, sigma, bound, [300, 3000, 20000]):
+        if not isinstance(item, Spectral):
+            continue
+        composed = item.composed()
+        bare = ComposedPld(composed.grid_step, composed.offset, composed.pmf,
+                           composed.infinity_mass, 0.0, 0.0)
+        for delta in (1e-3, 1e-6, 1e-9):
+            value = item.tail.quantile(delta, bound)
+            if value is None or item.tail.noise_mass() > 0.01 * delta:
+                continue
+            used += 1
+            plain = bare.loss_quantile(delta, bound)
+            assert value >= plain - 1e-12 if bound == UPPER else value <= plain + 1e-12
+            assert value == pytest.approx(tail_quantile(composed, delta, bound), rel=2e-5, abs=1e-9)
+    assert used >= 3
+
+
+@pytest.mark.parametrize("bound", [UPPER, LOWER])
+def test_tail_quantile_equals_loss_quantile(bound):
+    from dpcalc.accounting.tail_readout import tail_quantile
+
+    for _, item in _compositions(0.02, 1.2, bound, [2, 50, 800], step=2e-4, delta=1e-8):
+        composed = item.composed() if hasattr(item, "composed") else item
+        for delta in (1e-2, 1e-5, 1e-8):
+            fresh = ComposedPld(composed.grid_step, composed.offset, composed.pmf,
+                                composed.infinity_mass, composed.window_mass, composed.noise_floor)
+            assert tail_quantile(composed, delta, bound) == pytest.approx(
+                fresh.loss_quantile(delta, bound), rel=1e-10, abs=1e-12)
+
+
+def test_shorter_transforms_compose_as_the_point_path():
+    """A T read on N/2^i points of one length-N transform is the composition fft_compose
+    computes on its own transform (same masses up to the float-error floors)."""
+    from dpcalc.accounting.curve_compose import Spectral
+    from dpcalc.accounting.fft_compose import compose
+
+    pair = _pair(0.01, 1.0)
+    pld = discretise(pair, "remove", 1e-4, 12.0, UPPER)
+    from dpcalc.accounting.curve_compose import composed_powers
+
+    counts = [2, 40, 400, 4000]
+    for position, item in composed_powers(pld, np.array(counts), 1e-14):
+        curve_pld = item.composed() if isinstance(item, Spectral) else item
+        point_pld = compose([(pld, counts[position])], 1e-14)
+        shift = curve_pld.offset - point_pld.offset
+        lo, hi = max(0, -shift), min(curve_pld.pmf.size, point_pld.pmf.size - shift)
+        ours, theirs = curve_pld.pmf[lo:hi], point_pld.pmf[lo + shift:hi + shift]
+        floors = np.max(curve_pld.noise_floor) + np.max(point_pld.noise_floor)
+        assert np.max(np.abs(ours - theirs)) <= floors

@@ -65,8 +65,13 @@ class CompositionErrorBound:
     """Accumulates, phase by phase, what the bound needs; ``absolute()`` and
     ``relative()`` give the per-entry error bounds of the composed pmf."""
 
-    def __init__(self, size: int, input_relative_error: float = 16.0 * UNIT_ROUNDOFF):
+    def __init__(self, size: int, input_relative_error: float = 16.0 * UNIT_ROUNDOFF,
+                 index: np.ndarray | None = None):
         self.size = size
+        # The rfft coefficients the per-coefficient terms are given at (None: all). The
+        # others must contribute exactly 0 in float64: their growth factor and powered
+        # spectrum underflow (see curve_compose.composed_powers).
+        self.index = index
         self.input_relative_error = input_relative_error
         self.relative_fft = fft_relative_error(size)
         # (measured |δz_k| or None, L2 bound on the rest, T_i, log M_i) per phase
@@ -85,7 +90,7 @@ class CompositionErrorBound:
             measured = np.abs((transformed - reference).astype(np.complex128)) * 1.01
             reference_norm = math.sqrt(float(np.sum(weights * np.abs(reference.astype(np.complex128)) ** 2)))
             return measured, 1.01 * fft_relative_error(self.size, _LONG_DOUBLE_ROUNDOFF) * reference_norm
-        return None, self.relative_fft * math.sqrt(self.size) * float(np.linalg.norm(pmf))
+        return None, self.relative_fft * math.sqrt(self.size * float(np.sum(pmf * pmf)))
 
     def phase_terms(self, pmf: np.ndarray, transformed: np.ndarray, forward: tuple | None = None):
         """What add_phase needs of one transform, whatever its power: (measured |δz_k| or
@@ -118,7 +123,11 @@ class CompositionErrorBound:
         """Bound on |irfft(W) − F⁻¹W| per entry of ``circular`` = irfft(W) (item 3): the
         a priori one when it is within ``budget`` per entry, else measured where possible."""
         weights = full_spectrum_weights(self.size, spectrum.size)
-        norm = math.sqrt(float(np.sum(weights * np.abs(spectrum) ** 2))) / math.sqrt(self.size)
+        if self.index is None:
+            norm = math.sqrt(float(np.sum(weights * np.abs(spectrum) ** 2))) / math.sqrt(self.size)
+        else:  # the other coefficients are exactly 0
+            norm = math.sqrt(float(np.sum(weights[self.index] * np.abs(spectrum[self.index]) ** 2))
+                             ) / math.sqrt(self.size)
         a_priori = self.relative_fft * norm
         if a_priori > budget and _MEASURE and self.size <= _MEASURE_MAX_SIZE:
             from scipy import fft as sp_fft
@@ -133,6 +142,8 @@ class CompositionErrorBound:
         (without the inverse transform's own error unless ``include_inverse``)."""
         size = self.size
         weights = full_spectrum_weights(size, spectrum.size)
+        if self.index is not None:
+            weights, spectrum = weights[self.index], spectrum[self.index]
         total_log = sum(steps * log_bound for _, _, steps, log_bound in self.phases)
         propagated = 0.0
         for measured, bound, steps, log_bound in self.phases:
