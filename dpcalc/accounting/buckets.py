@@ -9,7 +9,10 @@ The grid adapts: it starts at h = 1e-4 (finer when one step's loss is narrower t
 that, coarser when the composed window would not fit the FFT cap) and halves until
 upper − lower ≤ tolerance·ε or the window would exceed REFINE_POINTS_LIMIT points;
 then the honest wider gap is reported. The limit is a count, so results are the same
-on every machine whatever its load.
+on every machine whatever its load. On each grid an open direction gets a tilted pass
+(tilt.py) and once a split pass (jumps.py), the split first where tilting would widen
+the window many times (_GridPasses); a direction no finer grid is expected to help is
+not refined.
 """
 from __future__ import annotations
 
@@ -101,31 +104,41 @@ def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: flo
 
 
 def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float,
-                             upper: float, lower: float, target: float) -> tuple[float, float]:
+                             upper: float, lower: float, target: float,
+                             max_points: int = MAX_FFT_POINTS, windows: dict | None = None,
+                             bounds=(UPPER, LOWER)) -> tuple[float, float]:
     """Tighter bounds for one direction from compositions tilted towards ε ≈ ``target``
     (see tilt.compose_tilted); each is kept only where valid (ε ≥ the certified lower bound
     already found). The lower composition's losses are shifted by the rounding slack on
-    average, so its tilt aims at ``target`` + slack."""
+    average, so its tilt aims at ``target`` + slack. Only the compositions of ``bounds`` are
+    tried, each within ``max_points``; ``windows`` (if given) receives the points each
+    needed, composed or not (GridTooLarge)."""
     upper_steps, lower_steps, slack = plds
     valid_from = lower
-    try:
-        theta = saddle_tilt(upper_steps, target)
-        tilted_upper = compose_tilted(upper_steps, theta, tail_mass, valid_from).epsilon(delta, UPPER)
-        if valid_from <= tilted_upper < upper:
-            upper = tilted_upper
-    except GridTooLarge:
-        pass
+    windows = {} if windows is None else windows
+    if UPPER in bounds:
+        try:
+            theta = saddle_tilt(upper_steps, target)
+            composed = compose_tilted(upper_steps, theta, tail_mass, valid_from, max_points)
+            windows[UPPER] = composed.pmf.size
+            tilted_upper = composed.epsilon(delta, UPPER)
+            if valid_from <= tilted_upper < upper:
+                upper = tilted_upper
+        except GridTooLarge as too_large:
+            windows[UPPER] = too_large.points_needed
     # The lower composition is read at raw = ε + slack (the slack only shifts the result),
     # so its window guarantee must hold from valid_from + slack on.
     lower_valid_from = valid_from + slack
-    try:
-        theta = saddle_tilt(lower_steps, target + slack)
-        raw = compose_tilted(lower_steps, theta, tail_mass, lower_valid_from).loss_quantile(
-            delta + failure, LOWER)
-        if raw >= lower_valid_from and raw - slack > lower:
-            lower = raw - slack
-    except GridTooLarge:
-        pass
+    if LOWER in bounds:
+        try:
+            theta = saddle_tilt(lower_steps, target + slack)
+            composed = compose_tilted(lower_steps, theta, tail_mass, lower_valid_from, max_points)
+            windows[LOWER] = composed.pmf.size
+            raw = composed.loss_quantile(delta + failure, LOWER)
+            if raw >= lower_valid_from and raw - slack > lower:
+                lower = raw - slack
+        except GridTooLarge as too_large:
+            windows[LOWER] = too_large.points_needed
     return upper, lower
 
 
@@ -148,6 +161,83 @@ def _tilt_target(upper: float, lower: float, estimate: float, hint: float | None
     if not math.isfinite(estimate):
         estimate = high
     return min(max(estimate, lower), high)
+
+
+# The split pass goes first where tilting widens the plain window this many times (and
+# beyond _SPLIT_FIRST_MIN_POINTS): the tilt has made rare large losses (jumps) common, the
+# case jumps.py composes on a coarse grid at a fraction of the cost.
+_SPLIT_FIRST_RATIO = 4.0
+_SPLIT_FIRST_MIN_POINTS = 1 << 19
+# Once a split pass has given bounds, a tilted composition runs only within this many points.
+_TILT_AFTER_SPLIT_POINTS = 1 << 21
+# Halving h narrows a plain pass's gap at most about this much (its discretisation errors
+# are of order h² at best, its float round-off does not shrink).
+_REFINE_GAIN = 4.0
+
+
+class _GridPasses:
+    """One direction's tilted and split passes on one grid, in the order they run: the
+    tilted pass (within the split-first limit), the split pass (once per run), then tilted
+    compositions the limit deferred, where the limit after the split allows them. Which
+    passes run only decides how tight the bounds get: each is certified on its own."""
+
+    def __init__(self, context, plds, aim: float, plain: tuple[float, float], plain_points: int):
+        self.context, self.plds, self.aim = context, plds, aim
+        self.plain, self.plain_points = plain, plain_points
+        self.windows: dict[str, int] = {}  # points each tilted composition needed
+        self.stage, self.first_limit = 0, 0
+
+    def tilt_limit(self, split_tried: dict) -> int:
+        """Points a tilted composition may take: the split-first limit before the split pass,
+        _TILT_AFTER_SPLIT_POINTS after one that gave bounds, else MAX_FFT_POINTS."""
+        direction = self.context[1]
+        if direction not in split_tried:
+            return min(MAX_FFT_POINTS, max(_SPLIT_FIRST_MIN_POINTS,
+                                           int(_SPLIT_FIRST_RATIO * self.plain_points)))
+        return _TILT_AFTER_SPLIT_POINTS if split_tried[direction] else MAX_FFT_POINTS
+
+    def next_pass(self, best: dict, aims: dict, split_tried: dict) -> bool:
+        """Run this direction's next pass, tightening ``best``; False when none is left."""
+        phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = self.context
+        target = _tilt_target(*best[direction], self.aim, hint)
+        self.stage += 1
+        tilted = True
+        if self.stage == 1:  # round-off grows like T·2^-52 of the peak: tilt onto the answer
+            self.first_limit = self.tilt_limit(split_tried)
+            found = _tilted_direction_bounds(self.plds, delta, tail_mass, failure,
+                                             *best[direction], target, self.first_limit,
+                                             self.windows)
+        elif self.stage == 2 and direction not in split_tried:
+            # rare large losses (small q, tiny δ): compose body and jumps apart (jumps.py)
+            tilted = False
+            found = _split_direction_bounds(phases, direction, delta, failure, tail_mass,
+                                            half_width, self.plds[0], target,
+                                            best[direction][1], tolerance)
+            split_tried[direction] = found != (math.inf, 0.0)
+        else:  # tilted compositions the split-first limit deferred, where allowed now
+            limit = self.tilt_limit(split_tried)
+            deferred = tuple(bound for bound, points in self.windows.items()
+                             if self.first_limit < points <= limit)
+            if self.stage > 3 or not deferred:
+                return False
+            self.stage = 3
+            found = _tilted_direction_bounds(self.plds, delta, tail_mass, failure,
+                                             *best[direction], target, limit, self.windows,
+                                             deferred)
+        best[direction] = _tighter(best[direction], found)
+        if tilted:
+            aims[direction] = best[direction][0]
+        return True
+
+    def worth_refining(self, bounds: tuple[float, float], split_tried: dict) -> bool:
+        """Whether a grid of half the step may narrow this direction's gap (a prediction):
+        its split pass is still to run, its tilted compositions (twice the points there)
+        fit, or its plain pass is within _REFINE_GAIN of the best gap."""
+        if self.context[1] not in split_tried or not self.windows:
+            return True
+        if 2 * max(self.windows.values()) <= self.tilt_limit(split_tried):
+            return True
+        return self.plain[0] - self.plain[1] <= _REFINE_GAIN * (bounds[0] - bounds[1])
 
 
 def _check_phase_list(phases) -> PhaseList:
@@ -200,7 +290,8 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     aims: dict[str, float] = {}
     points, step = 0, max(steps.values())
     pending = list(directions)
-    split_tried: set[str] = set()
+    split_tried: dict[str, bool] = {}  # direction -> whether its split pass gave bounds
+    grid_passes: dict[str, _GridPasses] = {}  # per direction, its latest grid's passes
     gaps: dict[str, float] = {}
     while True:
         composed = {}
@@ -210,25 +301,23 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
                                            half_width, tail_mass, failure)
             best[direction] = _tighter(best[direction], (upper, lower))
             points = max(points, used_points)
-            composed[direction] = (plds, aims.get(direction, estimate))
-        for direction in _open_directions(best, tolerance):
-            if direction not in composed or not math.isfinite(best[direction][0]):
-                continue
-            # Float round-off grows like T·2^-52 of the peak: tilt the bulk onto the answer.
-            plds, aim = composed[direction]
-            target = _tilt_target(*best[direction], aim, epsilon_hint)
-            tilted = _tilted_direction_bounds(plds, delta, tail_mass, failure, *best[direction],
-                                              target)
-            best[direction] = _tighter(best[direction], tilted)
-            aims[direction] = best[direction][0]
-            if direction not in split_tried and direction in _open_directions(best, tolerance):
-                # rare large losses (small q, tiny δ): compose body and jumps apart (jumps.py)
-                split_tried.add(direction)
-                target = _tilt_target(*best[direction], aim, epsilon_hint)
-                split = _split_direction_bounds(phases, direction, delta, failure, tail_mass,
-                                                half_width, plds[0], target, best[direction][1],
-                                                tolerance)
-                best[direction] = _tighter(best[direction], split)
+            context = (phases, direction, delta, tail_mass, failure, half_width, tolerance,
+                       epsilon_hint)
+            composed[direction] = _GridPasses(context, plds, aims.get(direction, estimate),
+                                              (upper, lower), used_points)
+            grid_passes[direction] = composed[direction]
+        # Tilted and split passes on this grid while a direction has one left: the tilted
+        # pass for every direction open before the first pass or now, and (if any was open)
+        # for the one holding the reported (largest) upper bound; the others only while the
+        # direction is open (asked again after every pass).
+        first_open = _open_directions(best, tolerance)
+        while first_open:
+            now_open = _open_directions(best, tolerance)
+            largest = max(directions, key=lambda d: best[d][0])
+            runnable = [d for d in directions if d in composed and (d in now_open or (
+                composed[d].stage == 0 and (d in first_open or d == largest)))]
+            if not any(composed[d].next_pass(best, aims, split_tried) for d in runnable):
+                break
         for direction in directions:
             check_consistent(*best[direction], f"ε ({direction})")
         step = max(steps.values())
@@ -242,12 +331,17 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         stalled = bool(gaps) and all(best[d][0] - best[d][1] > _STALL_RATIO * gaps[d]
                                      for d in pending if d in gaps)
         gaps = {d: best[d][0] - best[d][1] for d in directions}
+        # ... and a direction no pass on a finer grid is expected to narrow is not refined
+        refine = [d for d in pending
+                  if d not in grid_passes or grid_passes[d].worth_refining(best[d], split_tried)]
+        stalled = stalled or not refine
         result = PldBounds(upper, lower, dict(best), step, step, points, done, stalled and not done)
         # Halving h doubles the window: refine only while that stays within the work limit
         # (a count, not a clock, so the answer never depends on the machine's load).
         if (done or stalled or grid_step is not None or step < 1e-7
                 or 2 * points > max_refined_points):
             return result
+        pending = refine
         steps = {d: value / 2.0 for d, value in steps.items()}
 
 
