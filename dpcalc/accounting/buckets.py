@@ -11,7 +11,7 @@ upper − lower ≤ tolerance·ε or the window would exceed REFINE_POINTS_LIMIT
 then the honest wider gap is reported. The limit is a count, so results are the same
 on every machine whatever its load. On each grid an open direction gets a tilted pass
 (tilt.py) and once a split pass (jumps.py), the split first where tilting would widen
-the window many times (_GridPasses); a direction no finer grid is expected to help is
+the window many times (grid_passes.py); a direction no finer grid is expected to help is
 not refined.
 """
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dpcalc.accounting.first_grid import (  # noqa: F401 (re-exported)
     _check_grid_step, _hinted_step, _window_points, initial_grid_step, moment_estimate,
     tail_half_width)
 from dpcalc.accounting.fft_compose import compose
+from dpcalc.accounting.grid_passes import GridPasses, plain_pass
 from dpcalc.accounting.jumps import split_bounds
 from dpcalc.accounting.pld import LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge
 from dpcalc.accounting.tilt import compose_tilted, saddle_tilt
@@ -163,83 +164,6 @@ def _tilt_target(upper: float, lower: float, estimate: float, hint: float | None
     return min(max(estimate, lower), high)
 
 
-# The split pass goes first where tilting widens the plain window this many times (and
-# beyond _SPLIT_FIRST_MIN_POINTS): the tilt has made rare large losses (jumps) common, the
-# case jumps.py composes on a coarse grid at a fraction of the cost.
-_SPLIT_FIRST_RATIO = 4.0
-_SPLIT_FIRST_MIN_POINTS = 1 << 19
-# Once a split pass has given bounds, a tilted composition runs only within this many points.
-_TILT_AFTER_SPLIT_POINTS = 1 << 21
-# Halving h narrows a plain pass's gap at most about this much (its discretisation errors
-# are of order h² at best, its float round-off does not shrink).
-_REFINE_GAIN = 4.0
-
-
-class _GridPasses:
-    """One direction's tilted and split passes on one grid, in the order they run: the
-    tilted pass (within the split-first limit), the split pass (once per run), then tilted
-    compositions the limit deferred, where the limit after the split allows them. Which
-    passes run only decides how tight the bounds get: each is certified on its own."""
-
-    def __init__(self, context, plds, aim: float, plain: tuple[float, float], plain_points: int):
-        self.context, self.plds, self.aim = context, plds, aim
-        self.plain, self.plain_points = plain, plain_points
-        self.windows: dict[str, int] = {}  # points each tilted composition needed
-        self.stage, self.first_limit = 0, 0
-
-    def tilt_limit(self, split_tried: dict) -> int:
-        """Points a tilted composition may take: the split-first limit before the split pass,
-        _TILT_AFTER_SPLIT_POINTS after one that gave bounds, else MAX_FFT_POINTS."""
-        direction = self.context[1]
-        if direction not in split_tried:
-            return min(MAX_FFT_POINTS, max(_SPLIT_FIRST_MIN_POINTS,
-                                           int(_SPLIT_FIRST_RATIO * self.plain_points)))
-        return _TILT_AFTER_SPLIT_POINTS if split_tried[direction] else MAX_FFT_POINTS
-
-    def next_pass(self, best: dict, aims: dict, split_tried: dict) -> bool:
-        """Run this direction's next pass, tightening ``best``; False when none is left."""
-        phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = self.context
-        target = _tilt_target(*best[direction], self.aim, hint)
-        self.stage += 1
-        tilted = True
-        if self.stage == 1:  # round-off grows like T·2^-52 of the peak: tilt onto the answer
-            self.first_limit = self.tilt_limit(split_tried)
-            found = _tilted_direction_bounds(self.plds, delta, tail_mass, failure,
-                                             *best[direction], target, self.first_limit,
-                                             self.windows)
-        elif self.stage == 2 and direction not in split_tried:
-            # rare large losses (small q, tiny δ): compose body and jumps apart (jumps.py)
-            tilted = False
-            found = _split_direction_bounds(phases, direction, delta, failure, tail_mass,
-                                            half_width, self.plds[0], target,
-                                            best[direction][1], tolerance)
-            split_tried[direction] = found != (math.inf, 0.0)
-        else:  # tilted compositions the split-first limit deferred, where allowed now
-            limit = self.tilt_limit(split_tried)
-            deferred = tuple(bound for bound, points in self.windows.items()
-                             if self.first_limit < points <= limit)
-            if self.stage > 3 or not deferred:
-                return False
-            self.stage = 3
-            found = _tilted_direction_bounds(self.plds, delta, tail_mass, failure,
-                                             *best[direction], target, limit, self.windows,
-                                             deferred)
-        best[direction] = _tighter(best[direction], found)
-        if tilted:
-            aims[direction] = best[direction][0]
-        return True
-
-    def worth_refining(self, bounds: tuple[float, float], split_tried: dict) -> bool:
-        """Whether a grid of half the step may narrow this direction's gap (a prediction):
-        its split pass is still to run, its tilted compositions (twice the points there)
-        fit, or its plain pass is within _REFINE_GAIN of the best gap."""
-        if self.context[1] not in split_tried or not self.windows:
-            return True
-        if 2 * max(self.windows.values()) <= self.tilt_limit(split_tried):
-            return True
-        return self.plain[0] - self.plain[1] <= _REFINE_GAIN * (bounds[0] - bounds[1])
-
-
 def _check_phase_list(phases) -> PhaseList:
     """A non-empty list of (pair, steps ≥ 1) with a common neighbouring relation."""
     try:
@@ -291,21 +215,16 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     points, step = 0, max(steps.values())
     pending = list(directions)
     split_tried: dict[str, bool] = {}  # direction -> whether its split pass gave bounds
-    grid_passes: dict[str, _GridPasses] = {}  # per direction, its latest grid's passes
+    grid_passes: dict[str, GridPasses] = {}  # per direction, its latest grid's passes
     gaps: dict[str, float] = {}
     while True:
         composed = {}
         for direction in pending:
-            (upper, lower, steps[direction], used_points, plds,
-             estimate) = _direction_bounds(phases, direction, steps[direction], delta,
-                                           half_width, tail_mass, failure)
-            best[direction] = _tighter(best[direction], (upper, lower))
-            points = max(points, used_points)
             context = (phases, direction, delta, tail_mass, failure, half_width, tolerance,
                        epsilon_hint)
-            composed[direction] = _GridPasses(context, plds, aims.get(direction, estimate),
-                                              (upper, lower), used_points)
-            grid_passes[direction] = composed[direction]
+            composed[direction] = grid_passes[direction] = plain_pass(
+                context, steps, best, aims, grid_passes.get(direction))
+            points = max(points, composed[direction].plain_points)
         # Tilted and split passes on this grid while a direction has one left: the tilted
         # pass for every direction open before the first pass or now, and (if any was open)
         # for the one holding the reported (largest) upper bound; the others only while the
