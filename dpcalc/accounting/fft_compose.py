@@ -35,11 +35,13 @@ def _power(values: np.ndarray, exponent: int) -> np.ndarray:
 
 def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
             max_points: int = MAX_FFT_POINTS,
-            input_relative_error: float = 16.0 * UNIT_ROUNDOFF) -> ComposedPld:
+            input_relative_error: float = 16.0 * UNIT_ROUNDOFF,
+            inverse_budget: float = 0.0) -> ComposedPld:
     """T-fold self-composition of each PLD, then their product, by one FFT.
 
     ``tail_mass`` τ: the window is chosen so that at most τ of the composed mass lies on
     each side of it (Chernoff); 2τ is then reported as ``window_mass``.
+    ``inverse_budget``: a per-entry error the caller can absorb (read_back).
     """
     step = plds_with_steps[0][0].grid_step
     if len(plds_with_steps) == 1 and plds_with_steps[0][1] == 1:
@@ -65,7 +67,7 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
         spectrum = transformed if spectrum is None else spectrum * transformed
         log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
     return read_back(spectrum, error_bound, step, support_lo, lo_index, needed, tail_mass,
-                     window_mass, -math.expm1(log_finite_mass))
+                     window_mass, -math.expm1(log_finite_mass), inverse_budget)
 
 
 def _window(plds_with_steps, tail_mass: float) -> tuple[int, int, int, bool]:
@@ -90,9 +92,10 @@ def window_points(plds_with_steps, tail_mass: float) -> int:
 
 def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: float,
               support_lo: int, lo_index: int, needed: int, tail_mass: float, window_mass: float,
-              infinity: float) -> ComposedPld:
+              infinity: float, inverse_budget: float = 0.0) -> ComposedPld:
     """The composed PLD on the window [lo_index, lo_index + needed) from its spectrum, with
-    the float-error bound of every entry."""
+    the float-error bound of every entry. ``inverse_budget``: a per-entry error of the
+    inverse transform that adds at most ~1e4·τ to δ where the caller reads it (tilt.py)."""
     size = error_bound.size
     circular = sp_fft.irfft(spectrum, size)
     # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
@@ -108,10 +111,11 @@ def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: fl
     absolute = max(error_bound.absolute(spectrum, include_inverse=False), measured,
                    float(max(0.0, -composed.min())))
     # The inverse transform's own error is measured only when its a priori bound could add
-    # more than 1e4·τ (about 1e-5·δ) to δ over the whole window and more than 1e-3 of the
-    # rest of the floor; below both, the a priori bound itself is added (it is an upper
-    # bound too, Higham 2002 Thm 24.2: fft_error.py item 3).
-    budget = max(1e4 * tail_mass / needed, _INVERSE_SHARE * absolute)
+    # more than 1e4·τ (about 1e-5·δ) to δ over the whole window (or where the caller reads
+    # it: ``inverse_budget``) and more than 1e-3 of the rest of the floor; below either, the
+    # a priori bound itself is added (an upper bound too, Higham 2002 Thm 24.2:
+    # fft_error.py item 3).
+    budget = max(1e4 * tail_mass / needed, inverse_budget, _INVERSE_SHARE * absolute)
     inverse = error_bound.inverse_error(spectrum, circular, budget)
     if np.ndim(inverse):
         inverse = inverse[window]

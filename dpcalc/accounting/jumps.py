@@ -263,9 +263,11 @@ def _polynomial(split: StepSplit, part: JumpPart, size: int):
     weights = np.exp(part.log_weights - part.log_scale)
     total = np.full(jump_hat.size, weights[count], dtype=complex)
     power = np.ones(jump_hat.size, dtype=complex)
-    for j in range(count - 1, -1, -1):  # R_j = a_j b̂^{K−j} + t̂·R_{j+1}
-        power = power * body_hat
-        total = weights[j] * power + jump_hat * total
+    scaled = np.empty_like(power)
+    for j in range(count - 1, -1, -1):  # R_j = a_j b̂^{K−j} + t̂·R_{j+1}, in place
+        np.multiply(power, body_hat, out=power)
+        np.multiply(jump_hat, total, out=total)
+        total += np.multiply(weights[j], power, out=scaled)
     # t̂, b̂ (|·| ≤ 1) each carry ≤ r + their inputs' round-off per coefficient, so a term of
     # degree K moves by ≤ K·e·(1 + e)^K of its weight (weights sum to 1); Horner's scheme and
     # the powers add ≤ 4(K + 1)u.
