@@ -123,7 +123,7 @@ def inverse_budget(tail_mass: float, log_scale: float, theta: float, valid_from:
     exp(Λ − θ·valid_from)/(1 − e^{−θh})."""
     log_total = (log_scale - theta * valid_from) - math.log(-math.expm1(-theta * step)) \
         if theta * step > 0.0 else math.inf
-    return math.exp(min(max(math.log(1e4 * tail_mass) - log_total, -745.0), 0.0))
+    return math.exp(min(max(math.log(max(1e4 * tail_mass, 1e-300)) - log_total, -745.0), 0.0))
 
 
 def untilt(inner: ComposedPld, theta: float, log_scale: float, log_scale_size: float,
