@@ -9,18 +9,24 @@ The grid adapts: it starts at h = 1e-4 (finer when one step's loss is narrower t
 that, coarser when the composed window would not fit the FFT cap) and halves until
 upper − lower ≤ tolerance·ε or the window would exceed REFINE_POINTS_LIMIT points;
 then the honest wider gap is reported. The limit is a count, so results are the same
-on every machine whatever its load.
+on every machine whatever its load. On each grid an open direction gets a tilted pass
+(tilt.py) and once a split pass (jumps.py), the split first where tilting would widen
+the window many times (grid_passes.py); a direction no finer grid is expected to help is
+not refined.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 
-from scipy.special import ndtri
-
 from dpcalc.accounting.chernoff import rounding_slack
 from dpcalc.accounting.discretise import discretise
+from dpcalc.accounting.first_grid import (  # noqa: F401 (re-exported)
+    _HINT_ABOVE_POINTS, _MAX_STEP_POINTS, DEFAULT_GRID_STEP, TAIL_FRACTION, PhaseList,
+    _check_grid_step, _hinted_step, _window_points, initial_grid_step, moment_estimate,
+    tail_half_width)
 from dpcalc.accounting.fft_compose import compose
+from dpcalc.accounting.grid_passes import GridPasses, plain_pass
 from dpcalc.accounting.jumps import split_bounds
 from dpcalc.accounting.pld import LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge
 from dpcalc.accounting.tilt import compose_tilted, saddle_tilt
@@ -29,23 +35,17 @@ from dpcalc.accounting.revealed_mixture import align_directions
 from dpcalc.accounting.truncated import BASE_DIRECTION
 from dpcalc.accounting.worst_case import worst_case
 from dpcalc.errors import DpcalcError, InconsistentBounds  # noqa: F401 (re-exported)
-from dpcalc.params import (check_count, check_delta, check_nonnegative, check_positive)
+from dpcalc.params import check_count, check_delta, check_nonnegative, check_positive
 
 DEFAULT_TOLERANCE = 0.01
-DEFAULT_GRID_STEP = 1e-4
 # Chance that the summed rounding errors of the lower bound exceed η, relative to δ.
 _LOWER_FAILURE = 1e-3
-# Mass allowed outside the output window and the FFT window, relative to δ.
-TAIL_FRACTION = 1e-9
 # |ε_upper − ε_lower| below this is "no gap" whatever ε is.
 _ABSOLUTE_GAP = 1e-6
 # A refinement that keeps more than this fraction of the gap has stalled (epsilon_bounds).
 _STALL_RATIO = 0.9
 # The grid is halved only while the FFT window stays within this many points.
 REFINE_POINTS_LIMIT = 1 << 20
-
-# (dominating pair of one step, steps); every pair of a list has the same ``directions``.
-PhaseList = list[tuple[object, int]]
 
 # Two certified bounds of one quantity may differ by float round-off only.
 _CONSISTENCY_SLACK = 1e-9
@@ -70,33 +70,6 @@ class PldBounds:
     fft_points: int = 0
     converged: bool = True
     stalled: bool = False  # halving the grid no longer narrowed the gap: it is not the grid's
-
-
-def tail_half_width(total_steps: int, delta: float) -> float:
-    """K with Φ̄(K) ≤ τ/T: output mass beyond ±Kσ, sent to +∞, adds ≤ τ to δ."""
-    per_step = max(TAIL_FRACTION * delta / total_steps, 1e-300)
-    return max(8.0, float(-ndtri(per_step)))
-
-
-_MAX_STEP_POINTS = 1 << 18  # grid points of one step's PLD
-
-
-def initial_grid_step(phases: PhaseList, requested: float | None, half_width: float,
-                      direction: str | None = None) -> float:
-    """The first grid step for ``direction`` (every direction of the pairs when None)."""
-    if requested is not None:
-        return requested
-    # At least eight grid points per standard deviation of one step's loss, and 1e-4
-    # unless the composed loss is so wide that 5000 points per standard deviation suffice;
-    # but never more than _MAX_STEP_POINTS points for one step's loss range.
-    chosen = [d for d in phases[0][0].directions if direction in (None, d)]
-    spreads = [(pair.loss_moments(d)[1], steps) for pair, steps in phases for d in chosen]
-    single = min(spread for spread, _ in spreads)
-    composed = math.sqrt(sum(steps * spread**2 for spread, steps in spreads) / len(chosen))
-    widest = max(high - low for pair, _ in phases for d in chosen
-                 for low, high in [pair.loss_range(d, half_width)])
-    step = min(max(DEFAULT_GRID_STEP, composed / 5000.0), single / 8.0)
-    return max(step, widest / _MAX_STEP_POINTS, 1e-12)
 
 
 def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
@@ -132,31 +105,41 @@ def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: flo
 
 
 def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float,
-                             upper: float, lower: float, target: float) -> tuple[float, float]:
+                             upper: float, lower: float, target: float,
+                             max_points: int = MAX_FFT_POINTS, windows: dict | None = None,
+                             bounds=(UPPER, LOWER)) -> tuple[float, float]:
     """Tighter bounds for one direction from compositions tilted towards ε ≈ ``target``
     (see tilt.compose_tilted); each is kept only where valid (ε ≥ the certified lower bound
     already found). The lower composition's losses are shifted by the rounding slack on
-    average, so its tilt aims at ``target`` + slack."""
+    average, so its tilt aims at ``target`` + slack. Only the compositions of ``bounds`` are
+    tried, each within ``max_points``; ``windows`` (if given) receives the points each
+    needed, composed or not (GridTooLarge)."""
     upper_steps, lower_steps, slack = plds
     valid_from = lower
-    try:
-        theta = saddle_tilt(upper_steps, target)
-        tilted_upper = compose_tilted(upper_steps, theta, tail_mass, valid_from).epsilon(delta, UPPER)
-        if valid_from <= tilted_upper < upper:
-            upper = tilted_upper
-    except GridTooLarge:
-        pass
+    windows = {} if windows is None else windows
+    if UPPER in bounds:
+        try:
+            theta = saddle_tilt(upper_steps, target)
+            composed = compose_tilted(upper_steps, theta, tail_mass, valid_from, max_points)
+            windows[UPPER] = composed.pmf.size
+            tilted_upper = composed.epsilon(delta, UPPER)
+            if valid_from <= tilted_upper < upper:
+                upper = tilted_upper
+        except GridTooLarge as too_large:
+            windows[UPPER] = too_large.points_needed
     # The lower composition is read at raw = ε + slack (the slack only shifts the result),
     # so its window guarantee must hold from valid_from + slack on.
     lower_valid_from = valid_from + slack
-    try:
-        theta = saddle_tilt(lower_steps, target + slack)
-        raw = compose_tilted(lower_steps, theta, tail_mass, lower_valid_from).loss_quantile(
-            delta + failure, LOWER)
-        if raw >= lower_valid_from and raw - slack > lower:
-            lower = raw - slack
-    except GridTooLarge:
-        pass
+    if LOWER in bounds:
+        try:
+            theta = saddle_tilt(lower_steps, target + slack)
+            composed = compose_tilted(lower_steps, theta, tail_mass, lower_valid_from, max_points)
+            windows[LOWER] = composed.pmf.size
+            raw = composed.loss_quantile(delta + failure, LOWER)
+            if raw >= lower_valid_from and raw - slack > lower:
+                lower = raw - slack
+        except GridTooLarge as too_large:
+            windows[LOWER] = too_large.points_needed
     return upper, lower
 
 
@@ -197,51 +180,6 @@ def _check_phase_list(phases) -> PhaseList:
     return checked
 
 
-def _check_grid_step(phases: PhaseList, grid_step, half_width: float) -> float | None:
-    """None, or a grid step that keeps one step's loss grid within _MAX_STEP_POINTS points."""
-    if grid_step is None:
-        return None
-    step = check_positive(grid_step, "--grid-step")
-    widest = max(high - low for pair, _ in phases for d in pair.directions
-                 for low, high in [pair.loss_range(d, half_width)])
-    smallest = widest / _MAX_STEP_POINTS
-    if step < smallest or step > 1.0:
-        raise DpcalcError(f"--grid-step must be in [{smallest:.3g}, 1] for this run (one step's "
-                          f"loss range in at most {_MAX_STEP_POINTS} points); got {grid_step!r}")
-    return step
-
-
-_HINT_ABOVE_POINTS = 1 << 18
-
-
-def _window_points(phases: PhaseList, direction: str, step: float) -> float:
-    """A rough size of the composed window on the grid ``step``: ±10 standard deviations
-    of the composed loss around its mean."""
-    mean = sum(steps * pair.loss_moments(direction)[0] for pair, steps in phases)
-    spread = math.sqrt(sum(steps * pair.loss_moments(direction)[1] ** 2 for pair, steps in phases))
-    return (abs(mean) + 20.0 * spread) / step
-
-
-def _hinted_step(hint: float | None, tolerance: float, total_steps: int, failure: float) -> float:
-    """A grid step whose rounding slack (η ≈ h·√(T·ln(1/f)/6), chernoff.rounding_slack) is a
-    quarter of the tolerated gap at ε ≈ ``hint``: no finer grid is needed to meet it."""
-    if hint is None or not (math.isfinite(hint) and hint > 0.0):
-        return 0.0
-    spread = math.sqrt(total_steps * math.log(1.0 / failure) / 6.0)
-    return 0.25 * min(tolerance, 0.1) * hint / spread
-
-
-def moment_estimate(phases: PhaseList, delta: float) -> float:
-    """A rough ε(δ) from the composed loss's mean and variance (a Gaussian tail; not a
-    bound): where to start the grid only."""
-    mean = variance = 0.0
-    for pair, steps in phases:
-        for direction in pair.directions:
-            m, s = pair.loss_moments(direction)
-            mean, variance = max(mean, steps * m), max(variance, steps * s * s)
-    return mean + math.sqrt(2.0 * variance * math.log(1.0 / delta))
-
-
 def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_TOLERANCE,
                    grid_step: float | None = None,
                    max_refined_points: int = REFINE_POINTS_LIMIT,
@@ -276,35 +214,29 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     aims: dict[str, float] = {}
     points, step = 0, max(steps.values())
     pending = list(directions)
-    split_tried: set[str] = set()
+    split_tried: dict[str, bool] = {}  # direction -> whether its split pass gave bounds
+    grid_passes: dict[str, GridPasses] = {}  # per direction, its latest grid's passes
     gaps: dict[str, float] = {}
     while True:
         composed = {}
         for direction in pending:
-            (upper, lower, steps[direction], used_points, plds,
-             estimate) = _direction_bounds(phases, direction, steps[direction], delta,
-                                           half_width, tail_mass, failure)
-            best[direction] = _tighter(best[direction], (upper, lower))
-            points = max(points, used_points)
-            composed[direction] = (plds, aims.get(direction, estimate))
-        for direction in _open_directions(best, tolerance):
-            if direction not in composed or not math.isfinite(best[direction][0]):
-                continue
-            # Float round-off grows like T·2^-52 of the peak: tilt the bulk onto the answer.
-            plds, aim = composed[direction]
-            target = _tilt_target(*best[direction], aim, epsilon_hint)
-            tilted = _tilted_direction_bounds(plds, delta, tail_mass, failure, *best[direction],
-                                              target)
-            best[direction] = _tighter(best[direction], tilted)
-            aims[direction] = best[direction][0]
-            if direction not in split_tried and direction in _open_directions(best, tolerance):
-                # rare large losses (small q, tiny δ): compose body and jumps apart (jumps.py)
-                split_tried.add(direction)
-                target = _tilt_target(*best[direction], aim, epsilon_hint)
-                split = _split_direction_bounds(phases, direction, delta, failure, tail_mass,
-                                                half_width, plds[0], target, best[direction][1],
-                                                tolerance)
-                best[direction] = _tighter(best[direction], split)
+            context = (phases, direction, delta, tail_mass, failure, half_width, tolerance,
+                       epsilon_hint)
+            composed[direction] = grid_passes[direction] = plain_pass(
+                context, steps, best, aims, grid_passes.get(direction))
+            points = max(points, composed[direction].plain_points)
+        # Tilted and split passes on this grid while a direction has one left: the tilted
+        # pass for every direction open before the first pass or now, and (if any was open)
+        # for the one holding the reported (largest) upper bound; the others only while the
+        # direction is open (asked again after every pass).
+        first_open = _open_directions(best, tolerance)
+        while first_open:
+            now_open = _open_directions(best, tolerance)
+            largest = max(directions, key=lambda d: best[d][0])
+            runnable = [d for d in directions if d in composed and (d in now_open or (
+                composed[d].stage == 0 and (d in first_open or d == largest)))]
+            if not any(composed[d].next_pass(best, aims, split_tried) for d in runnable):
+                break
         for direction in directions:
             check_consistent(*best[direction], f"ε ({direction})")
         step = max(steps.values())
@@ -318,12 +250,17 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         stalled = bool(gaps) and all(best[d][0] - best[d][1] > _STALL_RATIO * gaps[d]
                                      for d in pending if d in gaps)
         gaps = {d: best[d][0] - best[d][1] for d in directions}
+        # ... and a direction no pass on a finer grid is expected to narrow is not refined
+        refine = [d for d in pending
+                  if d not in grid_passes or grid_passes[d].worth_refining(best[d], split_tried)]
+        stalled = stalled or not refine
         result = PldBounds(upper, lower, dict(best), step, step, points, done, stalled and not done)
         # Halving h doubles the window: refine only while that stays within the work limit
         # (a count, not a clock, so the answer never depends on the machine's load).
         if (done or stalled or grid_step is not None or step < 1e-7
                 or 2 * points > max_refined_points):
             return result
+        pending = refine
         steps = {d: value / 2.0 for d, value in steps.items()}
 
 

@@ -16,6 +16,11 @@ from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, CompositionErrorBound
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
 
 
+# The inverse transform's a priori error bound is used as it is while it is at most this
+# share of the floor's other terms (read_back).
+_INVERSE_SHARE = 1e-3
+
+
 def _power(values: np.ndarray, exponent: int) -> np.ndarray:
     """values**exponent, skipping the entries that underflow to 0 anyway."""
     if exponent == 1:
@@ -30,23 +35,20 @@ def _power(values: np.ndarray, exponent: int) -> np.ndarray:
 
 def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
             max_points: int = MAX_FFT_POINTS,
-            input_relative_error: float = 16.0 * UNIT_ROUNDOFF) -> ComposedPld:
+            input_relative_error: float = 16.0 * UNIT_ROUNDOFF,
+            inverse_budget: float = 0.0) -> ComposedPld:
     """T-fold self-composition of each PLD, then their product, by one FFT.
 
     ``tail_mass`` τ: the window is chosen so that at most τ of the composed mass lies on
     each side of it (Chernoff); 2τ is then reported as ``window_mass``.
+    ``inverse_budget``: a per-entry error the caller can absorb (read_back).
     """
     step = plds_with_steps[0][0].grid_step
     if len(plds_with_steps) == 1 and plds_with_steps[0][1] == 1:
         single = plds_with_steps[0][0]  # one step: nothing to compose, nothing to round off
         return ComposedPld(step, single.offset, single.pmf.copy(), single.infinity_mass, 0.0, 0.0)
-    support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
-    support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
-    lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
-    lo_index = max(support_lo, math.floor(lo / step))
-    hi_index = min(support_hi, math.ceil(hi / step))
-    window_mass = 0.0 if (lo_index == support_lo and hi_index == support_hi) else 2 * tail_mass
-    needed = hi_index - lo_index + 1
+    support_lo, lo_index, needed, whole = _window(plds_with_steps, tail_mass)
+    window_mass = 0.0 if whole else 2 * tail_mass
     if needed > max_points:
         raise GridTooLarge(needed)
     # A pad beyond the window: its positions hold at most 2τ of true mass, so what the FFT
@@ -65,14 +67,35 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
         spectrum = transformed if spectrum is None else spectrum * transformed
         log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
     return read_back(spectrum, error_bound, step, support_lo, lo_index, needed, tail_mass,
-                     window_mass, -math.expm1(log_finite_mass))
+                     window_mass, -math.expm1(log_finite_mass), inverse_budget)
+
+
+def _window(plds_with_steps, tail_mass: float) -> tuple[int, int, int, bool]:
+    """(first support index, first window index, window points, whether the window holds
+    the whole support) of the composition: Chernoff, at most τ outside on each side."""
+    step = plds_with_steps[0][0].grid_step
+    support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
+    support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
+    lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
+    lo_index = max(support_lo, math.floor(lo / step))
+    hi_index = min(support_hi, math.ceil(hi / step))
+    return (support_lo, lo_index, hi_index - lo_index + 1,
+            lo_index == support_lo and hi_index == support_hi)
+
+
+def window_points(plds_with_steps, tail_mass: float) -> int:
+    """The points compose() would take for these PLDs, without composing them."""
+    if len(plds_with_steps) == 1 and plds_with_steps[0][1] == 1:
+        return plds_with_steps[0][0].pmf.size
+    return _window(plds_with_steps, tail_mass)[2]
 
 
 def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: float,
               support_lo: int, lo_index: int, needed: int, tail_mass: float, window_mass: float,
-              infinity: float) -> ComposedPld:
+              infinity: float, inverse_budget: float = 0.0) -> ComposedPld:
     """The composed PLD on the window [lo_index, lo_index + needed) from its spectrum, with
-    the float-error bound of every entry."""
+    the float-error bound of every entry. ``inverse_budget``: a per-entry error of the
+    inverse transform that adds at most ~1e4·τ to δ where the caller reads it (tilt.py)."""
     size = error_bound.size
     circular = sp_fft.irfft(spectrum, size)
     # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
@@ -80,12 +103,6 @@ def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: fl
     window = (start + np.arange(needed)) % size if start + needed > size else slice(start, start + needed)
     composed = circular[window]
     pad_peak = _pad_peak(circular, start, needed)
-    # The inverse transform's own error is measured only when its a priori bound could add
-    # more than 1e4·τ (about 1e-5·δ) to δ over the whole window.
-    budget = 1e4 * tail_mass / needed
-    inverse = error_bound.inverse_error(spectrum, circular, budget)
-    if np.ndim(inverse):
-        inverse = inverse[window]
     # Float error of every entry: the a priori bound of fft_error.py (absolute, plus a
     # relative term for the rounded inputs). The pad beyond the window holds at most 2τ of
     # true mass; what the FFT puts there must lie within the bound (a cross-check, kept as a
@@ -93,6 +110,15 @@ def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: fl
     measured = max(0.0, pad_peak - 2 * tail_mass)
     absolute = max(error_bound.absolute(spectrum, include_inverse=False), measured,
                    float(max(0.0, -composed.min())))
+    # The inverse transform's own error is measured only when its a priori bound could add
+    # more than 1e4·τ (about 1e-5·δ) to δ over the whole window (or where the caller reads
+    # it: ``inverse_budget``) and more than 1e-3 of the rest of the floor; below either, the
+    # a priori bound itself is added (an upper bound too, Higham 2002 Thm 24.2:
+    # fft_error.py item 3).
+    budget = max(1e4 * tail_mass / needed, inverse_budget, _INVERSE_SHARE * absolute)
+    inverse = error_bound.inverse_error(spectrum, circular, budget)
+    if np.ndim(inverse):
+        inverse = inverse[window]
     noise_floor = absolute + inverse + error_bound.relative() * np.abs(composed)
     return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)
 

@@ -263,9 +263,11 @@ def _polynomial(split: StepSplit, part: JumpPart, size: int):
     weights = np.exp(part.log_weights - part.log_scale)
     total = np.full(jump_hat.size, weights[count], dtype=complex)
     power = np.ones(jump_hat.size, dtype=complex)
-    for j in range(count - 1, -1, -1):  # R_j = a_j b̂^{K−j} + t̂·R_{j+1}
-        power = power * body_hat
-        total = weights[j] * power + jump_hat * total
+    scaled = np.empty_like(power)
+    for j in range(count - 1, -1, -1):  # R_j = a_j b̂^{K−j} + t̂·R_{j+1}, in place
+        np.multiply(power, body_hat, out=power)
+        np.multiply(jump_hat, total, out=total)
+        total += np.multiply(weights[j], power, out=scaled)
     # t̂, b̂ (|·| ≤ 1) each carry ≤ r + their inputs' round-off per coefficient, so a term of
     # degree K moves by ≤ K·e·(1 + e)^K of its weight (weights sum to 1); Horner's scheme and
     # the powers add ≤ 4(K + 1)u.
@@ -438,20 +440,37 @@ def choose_grids(phases, direction: str, single_steps, theta: float, threshold: 
     return SplitGrids(fine, ratio, max(1, math.ceil(threshold / (fine * ratio))), truncations)
 
 
+def _aimed(phases, direction: str, single_steps, target: float, tolerance: float,
+           failure: float, half_width: float, delta: float):
+    """(θ, threshold, grids) for a split composition aimed at ε ≈ ``target``; None when
+    one step's loss has no rare large part to split off."""
+    theta = saddle_tilt(single_steps, target)
+    threshold = choose_threshold(single_steps, theta)
+    if threshold is None:
+        return None
+    return theta, threshold, choose_grids(phases, direction, single_steps, theta, threshold,
+                                          target, tolerance, failure, half_width, delta)
+
+
 def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass: float,
                  half_width: float, single_steps, target: float, valid_from: float,
                  tolerance: float) -> tuple[float, float] | None:
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
-    when one step's loss has no rare large part to split off or the grids do not fit."""
-    theta = saddle_tilt(single_steps, target)
-    threshold = choose_threshold(single_steps, theta)
-    if threshold is None:
+    when one step's loss has no rare large part to split off or the grids do not fit.
+    Where the upper bound lands well below ``target``, the lower composition is aimed at
+    that upper bound instead (any aim gives certified bounds; a closer one tighter ones)."""
+    aimed = _aimed(phases, direction, single_steps, target, tolerance, failure, half_width, delta)
+    if aimed is None:
         return None
-    grids = choose_grids(phases, direction, single_steps, theta, threshold, target, tolerance,
-                         failure, half_width, delta)
+    theta, threshold, grids = aimed
     bounds = []
     for bound in (UPPER, LOWER):
+        if bound == LOWER and valid_from <= bounds[0] < (1.0 - tolerance) * target:
+            aimed = _aimed(phases, direction, single_steps, bounds[0], tolerance, failure,
+                           half_width, delta)
+            if aimed is not None:
+                theta, threshold, grids = aimed
         for _ in range(8):
             try:
                 composed, slack = split_composition(phases, direction, bound, grids, theta,

@@ -50,11 +50,24 @@ class DiscretePld:
 
     def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
         """ln E[e^{λL}; L finite] for each λ (sub-probability MGF: Chernoff stays valid)."""
-        return _log_mgf(self.pmf, self.losses, lambdas)
+        return self._cached_log_mgf("loss", self.pmf, self.losses, lambdas)
 
     def rounding_log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
         """ln E[e^{λE}] of one step's rounding error E (lower bound only)."""
-        return _log_mgf(self.rounding_masses, self.rounding_errors, lambdas)
+        return self._cached_log_mgf("rounding", self.rounding_masses, self.rounding_errors, lambdas)
+
+    def _cached_log_mgf(self, what: str, masses: np.ndarray, values: np.ndarray,
+                        lambdas: np.ndarray) -> np.ndarray:
+        """_log_mgf with the pooled support (_mgf_support) kept per sign of λ: a Chernoff
+        minimisation asks for many λ of one sign of the same (never modified) arrays."""
+        lambdas = np.atleast_1d(lambdas)
+        upward = bool(lambdas[0] > 0)
+        cache = self.__dict__.setdefault("_mgf_supports", {})
+        found = cache.get((what, upward))
+        if found is None or found[0] is not masses or found[1] is not values:
+            found = (masses, values, _mgf_support(masses, values, upward))
+            cache[(what, upward)] = found
+        return _log_mgf_on(*found[2], lambdas)
 
 
 _POOL_BLOCK = 64
@@ -81,14 +94,25 @@ def _pool_light_entries(log_masses: np.ndarray, values: np.ndarray, upward: bool
                 np.concatenate([values[~light], pooled_values]))
 
 
+def _mgf_support(masses: np.ndarray, values: np.ndarray, upward: bool):
+    """(log masses, values) of the entries with mass, light ones pooled for λ of the sign
+    ``upward`` (_pool_light_entries)."""
+    keep = masses > 0
+    log_masses, values = np.log(masses[keep]), values[keep]
+    if values.size:
+        log_masses, values = _pool_light_entries(log_masses, values, upward)
+    return log_masses, values
+
+
 def _log_mgf(masses: np.ndarray, values: np.ndarray, lambdas: np.ndarray) -> np.ndarray:
     """An upper bound on ln Σ_i m_i e^{λ v_i} for each λ (all of one sign), exact for the
     heavy entries; computed in chunks (no scipy overhead per λ)."""
     lambdas = np.atleast_1d(lambdas)
-    keep = masses > 0
-    log_masses, values = np.log(masses[keep]), values[keep]
-    if values.size:
-        log_masses, values = _pool_light_entries(log_masses, values, bool(lambdas[0] > 0))
+    return _log_mgf_on(*_mgf_support(masses, values, bool(lambdas[0] > 0)), lambdas)
+
+
+def _log_mgf_on(log_masses: np.ndarray, values: np.ndarray, lambdas: np.ndarray) -> np.ndarray:
+    """ln Σ_i e^{log_masses_i + λ values_i} for each λ, in chunks."""
     lambdas = np.atleast_1d(lambdas)
     out = np.empty(lambdas.size)
     chunk = max(1, 2_000_000 // max(values.size, 1))

@@ -114,6 +114,18 @@ def tilted_tail_mass(tail_mass: float, log_scale: float, theta: float, valid_fro
     return math.exp(min(max(log_window, -690.0), math.log(0.01)))
 
 
+def inverse_budget(tail_mass: float, log_scale: float, theta: float, valid_from: float,
+                   step: float) -> float:
+    """A per-entry error e of the tilted composition that adds at most 1e4·``tail_mass``
+    (about 1e-5·δ, as fft_compose.read_back allows) to δ(ε), untilted, for every ε ≥
+    ``valid_from``: entry s untilts by exp(Λ − θS_s) ≤ exp(Λ − θ·valid_from)·e^{−θhk} at the
+    k-th grid point from valid_from, so all of them together by at most
+    exp(Λ − θ·valid_from)/(1 − e^{−θh})."""
+    log_total = (log_scale - theta * valid_from) - math.log(-math.expm1(-theta * step)) \
+        if theta * step > 0.0 else math.inf
+    return math.exp(min(max(math.log(max(1e4 * tail_mass, 1e-300)) - log_total, -745.0), 0.0))
+
+
 def untilt(inner: ComposedPld, theta: float, log_scale: float, log_scale_size: float,
            tilted_tail: float, infinity_mass: float, valid_from: float) -> ComposedPld:
     """The composed PLD in original units from its tilted composition ``inner`` (whose
@@ -148,6 +160,8 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
     """
     tilted = tilt(plds_with_steps, theta)
     tilted_tail = tilted_tail_mass(tail_mass, tilted.log_scale, theta, valid_from)
-    inner = compose(tilted.plds, tilted_tail, max_points, tilted.input_relative)
+    inner = compose(tilted.plds, tilted_tail, max_points, tilted.input_relative,
+                    inverse_budget(tail_mass, tilted.log_scale, theta, valid_from,
+                                   plds_with_steps[0][0].grid_step))
     return untilt(inner, theta, tilted.log_scale, tilted.log_scale_size, tilted_tail,
                   infinity_after(plds_with_steps), valid_from)
