@@ -6,8 +6,12 @@ rfft/irfft). Three error sources, each bounded from the data actually used:
 1. Forward transforms. Higham 2002, "Accuracy and Stability of Numerical Algorithms",
    Thm 24.2: the computed FFT ŷ of x satisfies ‖ŷ − Fx‖₂ ≤ r‖Fx‖₂ with
    r = L·η/(1 − L·η), L = ⌈log₂ n⌉, η = μ + γ₄(√2 + μ), γ₄ = 4u/(1 − 4u), μ ≤ u the error
-   of the twiddle factors (u the unit roundoff). Mixed radices (n = 2^a 3^b 5^c …) have
-   more operations per stage: r is taken FOUR times larger. By Parseval ‖Fp‖₂ = √n‖p‖₂, so
+   of the twiddle factors (u the unit roundoff). The theorem is proven for radix-2
+   Cooley–Tukey with twiddles accurate to μ; scipy's pocketfft uses radices 4/2/3/5 on
+   n = 2^a 3^b 5^c and builds twiddles from two table entries (μ ≈ 2–3u): r is taken FOUR
+   times larger as a margin for that, which is NOT a proof. Measured (long double as the
+   reference, tests/test_fft_error.py and an independent review on 18 cases of 1 080 to
+   1 093 500 points): the largest entry error stays below 0.3% of this bound. By Parseval ‖Fp‖₂ = √n‖p‖₂, so
    the error vector δz_i of phase i has ‖δz_i‖₂ ≤ D_i = r√n‖p_i‖₂ (a priori). Where the
    platform has an extended long double (64-bit mantissa) and n ≤ 2^21, the error is
    measured instead, coefficient by coefficient: |δz_k| ≤ |ẑ_k − ẑ_ld,k| + |ẑ_ld,k − z_k|,
