@@ -30,6 +30,14 @@ POINTS = {
     **{f"grid-{i}": (*GRID[i], 0.05) for i in (2, 7, 16, 31)},
     "issue-q1e-6-sigma0.5": (1e-6, 0.5, 1_000_000, 1e-12, 0.01),
     "issue-q1e-4-sigma1": (1e-4, 1.0, 1_000_000, 1e-12, 0.01),
+    # Held-out points (outside the grid) a review found loose; each names the defect fixed.
+    # The split pass tilted onto the cut-off losses (was [0.2093, 0.2222], 6%):
+    "held-out-split-tilt": (1.12e-5, 0.783, 1_423_004, 1.6e-12, 0.01),
+    "held-out-split-tilt-2": (1.82e-6, 0.552, 21_846, 4.8e-13, 0.01),
+    # The split lower's window sized at ε, not at ε + its (negative) slack (was [3.727, 7.299]):
+    "held-out-split-window": (6.71e-6, 0.469, 7_872_411, 1.5e-14, 0.01),
+    # Refinement stopped at h = 1e-7 whatever ε (was [0.001914, 0.001984], 3.6%):
+    "held-out-fine-grid": (1.42e-7, 1.35, 8_353_400, 1.2e-12, 0.01),
 }
 
 # dp_accounting discretisation per grid point: fine enough that its optimistic estimate is
@@ -72,3 +80,27 @@ def test_edge_interval_against_dp_accounting(name):
     assert optimistic <= pessimistic  # the reference itself is consistent here
     assert result.epsilon >= optimistic, (result.epsilon, optimistic)
     assert result.epsilon_lower <= pessimistic, (result.epsilon_lower, pessimistic)
+
+
+def test_split_lower_window_is_sized_where_it_is_read():
+    """The body-and-jumps lower composition is read at ε + η with η its rounding slack (here
+    η ≈ −10.8: the body's roundings lower every loss); the mass its windows leave out must be
+    within the tail budget from there on, not only from ε on (it was 4.8e-8 ≫ δ = 1.5e-14)."""
+    from dpcalc.accounting import buckets, jumps
+    from dpcalc.accounting.discretise import discretise
+    from dpcalc.accounting.pld import LOWER, UPPER
+
+    q, sigma, steps, delta = 6.71e-6, 0.469, 7_872_411, 1.5e-14
+    phases = buckets.schedule_phases(Schedule.single(q, sigma, steps))
+    half_width = buckets.tail_half_width(steps, delta)
+    tail_mass, failure = buckets.TAIL_FRACTION * delta, 1e-3 * delta
+    single = [(discretise(phases[0][0], "remove", 5.6e-5, half_width, UPPER), steps)]
+    aimed = jumps._aimed(phases, "remove", single, 7.3, 0.01, failure, half_width, delta)
+    composed, slack = jumps._compose_split(phases, "remove", LOWER, aimed, delta, failure,
+                                           tail_mass, half_width, 3.73)
+    assert slack < -10.0  # the case in point: a large negative slack
+    assert composed.valid_from == pytest.approx(3.73 + slack)
+    assert composed.window_mass <= tail_mass * (1 + 1e-9)  # was 4.8e-8 (tail_mass 1.5e-23)
+    lower = composed.loss_quantile(delta + failure, LOWER) - slack
+    count = max(counting_lower(q, sigma, steps, delta, thresholds=80).values())
+    assert count * 0.99 <= lower <= 7.31, (lower, count)  # 7.30: pb's certified upper

@@ -46,6 +46,9 @@ _ABSOLUTE_GAP = 1e-6
 _STALL_RATIO = 0.9
 # The grid is halved only while the FFT window stays within this many points.
 REFINE_POINTS_LIMIT = 1 << 20
+# ... and while it stays above this step: a floor far below any loss scale dpcalc's inputs
+# give (q ≥ 1e-9 puts one step's loss spread near 1e-9·σ⁻¹), the point count being the limit.
+_FINEST_STEP = 1e-12
 
 # Two certified bounds of one quantity may differ by float round-off only.
 _CONSISTENCY_SLACK = 1e-9
@@ -257,7 +260,7 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
         result = PldBounds(upper, lower, dict(best), step, step, points, done, stalled and not done)
         # Halving h doubles the window: refine only while that stays within the work limit
         # (a count, not a clock, so the answer never depends on the machine's load).
-        if (done or stalled or grid_step is not None or step < 1e-7
+        if (done or stalled or grid_step is not None or step < _FINEST_STEP
                 or 2 * points > max_refined_points):
             return result
         pending = refine

@@ -365,7 +365,14 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     part_scales = [p.log_scale + (s.steps - p.enumerated) * math.log(s.body_mass)
                    for s, p in zip(splits, parts)]
     log_scale = (body_tilt.log_scale if body_tilt else 0.0) + sum(part_scales)
-    # every window leaves out at most τ̂/(phases + 1) of tilted mass (tilt.tilted_tail_mass)
+    slack = 0.0
+    if bound == LOWER:  # the body's T − K roundings, and at most K of each jump's and extra body draw's
+        at_most = [(pld, count) for s, count in zip(splits, counts) if count
+                   for pld in (s.jump_rounding, s.body_coarse)]
+        slack = rounding_slack(body_plds, failure, at_most)
+        valid_from = valid_from + slack  # the lower is read at ε + slack (buckets.py)
+    # every window leaves out at most τ̂/(phases + 1) of tilted mass (tilt.tilted_tail_mass),
+    # sized where the composition is read: from valid_from (+ the slack, for the lower) on
     window_tail = tilted_tail_mass(tail_mass, log_scale, theta, valid_from) / (1 + len(splits))
     x_masses, offset, log_body, log_body_size, _ = _fine_body(
         splits, counts, theta, window_tail, bound, grids.ratio)
@@ -391,17 +398,12 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     noise = absolute + 8.0 * UNIT_ROUNDOFF * sum(s.steps for s in splits) * np.abs(composed)
     log_scale = log_body + sum(part_scales)
     log_scale_size = log_body_size + sum(abs(scale) + 2.0 * s.steps for s, scale in zip(splits, part_scales))
-    slack, infinity = 0.0, 0.0
+    infinity = 0.0
     if bound == UPPER:  # specials, and configurations with more than K jumps, at +∞
         finite = sum(s.steps * math.log1p(-s.special) for s in splits)
         infinity = min(1.0, -math.expm1(finite) + sum(
             float(bdtrc(count, s.steps, min(1.0, s.jump_mass))) for s, count in zip(splits, counts)
             if count < s.steps))
-    else:  # the body's T − K roundings, and at most K of each jump's and extra body draw's
-        at_most = [(pld, count) for s, count in zip(splits, counts) if count
-                   for pld in (s.jump_rounding, s.body_coarse)]
-        slack = rounding_slack(body_plds, failure, at_most)
-        valid_from = valid_from + slack  # the lower is read at ε + slack (buckets.py)
     inner = ComposedPld(coarse, offset, composed, 0.0, 0.0, noise)
     result = untilt(inner, theta, log_scale, log_scale_size, window_tail * (1 + len(splits)),
                     infinity, valid_from)
@@ -411,7 +413,7 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
 # --- grids and the bounds --------------------------------------------------------------
 def choose_grids(phases, direction: str, single_steps, theta: float, threshold: float,
                  target: float, tolerance: float, failure: float, half_width: float,
-                 delta: float) -> SplitGrids:
+                 truncations: tuple) -> SplitGrids:
     """Fine and coarse grids: the fine one resolves the body (≤ its spread/16) and keeps the
     body's rounding slack within 5% of the tolerated gap, within BODY_POINTS; the coarse
     one keeps the other roundings within 10% of it."""
@@ -434,22 +436,70 @@ def choose_grids(phases, direction: str, single_steps, theta: float, threshold: 
     count = JUMP_COUNT_TARGET + 5 * math.sqrt(JUMP_COUNT_TARGET) + 5
     coarse_target = min(0.1 * tolerance * target / count, threshold / 2.0)
     ratio = max(1, int(coarse_target / fine))
-    truncations = tuple(
-        truncation_loss(pair, direction, steps, TRUNCATION_SHARE * delta / len(phases),
-                        pair.loss_range(direction, half_width)[1]) for pair, steps in phases)
     return SplitGrids(fine, ratio, max(1, math.ceil(threshold / (fine * ratio))), truncations)
+
+
+def _truncations(phases, direction: str, half_width: float, delta: float) -> tuple:
+    """Per phase, the loss beyond which its jumps are cut (truncation_loss)."""
+    return tuple(truncation_loss(pair, direction, steps, TRUNCATION_SHARE * delta / len(phases),
+                                 pair.loss_range(direction, half_width)[1])
+                 for pair, steps in phases)
+
+
+def _below(single_steps, truncations: tuple):
+    """The one-step PLDs without their losses above each phase's cut: the laws the split
+    composition tilts (the cut ones go to +∞ or are rounded down, module doc)."""
+    kept = []
+    for (pld, steps), cut in zip(single_steps, truncations):
+        pmf = np.where(pld.losses <= cut, pld.pmf, 0.0) if math.isfinite(cut) else pld.pmf
+        kept.append((DiscretePld(pld.grid_step, pld.offset, pmf, 0.0), steps))
+    return kept
 
 
 def _aimed(phases, direction: str, single_steps, target: float, tolerance: float,
            failure: float, half_width: float, delta: float):
     """(θ, threshold, grids) for a split composition aimed at ε ≈ ``target``; None when
-    one step's loss has no rare large part to split off."""
-    theta = saddle_tilt(single_steps, target)
-    threshold = choose_threshold(single_steps, theta)
+    one step's loss has no rare large part to split off. θ is the saddle point of the laws
+    the split composes, cut at the truncation: the cut losses (P-mass ≤ TRUNCATION_SHARE·δ
+    in all) would otherwise carry the tilted mean at tiny δ while the composed mass sits
+    far below ``target``, where the body's float noise swamps the answer."""
+    truncations = _truncations(phases, direction, half_width, delta)
+    kept = _below(single_steps, truncations)
+    theta = saddle_tilt(kept, target)
+    threshold = choose_threshold(kept, theta)
     if threshold is None:
         return None
-    return theta, threshold, choose_grids(phases, direction, single_steps, theta, threshold,
-                                          target, tolerance, failure, half_width, delta)
+    return theta, threshold, choose_grids(phases, direction, kept, theta, threshold,
+                                          target, tolerance, failure, half_width, truncations)
+
+
+def _compose_split(phases, direction: str, bound: str, aimed, delta: float, failure: float,
+                   tail_mass: float, half_width: float, valid_from: float):
+    """One split composition of ``bound`` with the grids of ``aimed`` = (θ, threshold, grids),
+    coarsened until it fits: (composed, slack), or None where nothing splits or it never fits."""
+    theta, threshold, grids = aimed
+    for _ in range(8):
+        try:
+            return split_composition(phases, direction, bound, grids, theta, half_width,
+                                     tail_mass, valid_from, failure, delta)
+        except BodyTooLarge as too_large:
+            grown = 1.05 * too_large.points_needed / BODY_POINTS
+            ratio = max(1, int(grids.ratio / grown))
+            fine = grids.fine * grown
+            grids = SplitGrids(fine, ratio, max(1, math.ceil(threshold / (fine * ratio))),
+                               grids.truncations)
+        except CoarseTooLarge as too_large:
+            ratio = math.ceil(grids.ratio * 1.05 * too_large.points_needed / COARSE_POINTS)
+            grids = SplitGrids(grids.fine, ratio,
+                               max(1, math.ceil(threshold / (grids.fine * ratio))),
+                               grids.truncations)
+        except NothingToSplit:
+            return None
+    return None
+
+
+# Re-aim the upper composition at most this many times (split_bounds).
+_MAX_REAIMS = 3
 
 
 def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass: float,
@@ -458,44 +508,37 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
     when one step's loss has no rare large part to split off or the grids do not fit.
-    Where the upper bound lands well below ``target``, the lower composition is aimed at
-    that upper bound instead (any aim gives certified bounds; a closer one tighter ones)."""
-    aimed = _aimed(phases, direction, single_steps, target, tolerance, failure, half_width, delta)
+    Where the upper bound lands well below the aim (a loose hint, e.g. rdp's at small q),
+    the upper composition is aimed again at that bound, and the lower one at the final
+    upper bound: any aim gives certified bounds, a closer one tighter ones (its tilt puts
+    the bulk of the FFT near ε, its grids are sized for the gap tolerated at ε)."""
+    def aimed_at(aim):
+        return _aimed(phases, direction, single_steps, aim, tolerance, failure, half_width,
+                      delta)
+
+    aim, aimed = target, aimed_at(target)
     if aimed is None:
         return None
-    theta, threshold, grids = aimed
-    bounds = []
-    for bound in (UPPER, LOWER):
-        if bound == LOWER and valid_from <= bounds[0] < (1.0 - tolerance) * target:
-            aimed = _aimed(phases, direction, single_steps, bounds[0], tolerance, failure,
-                           half_width, delta)
-            if aimed is not None:
-                theta, threshold, grids = aimed
-        for _ in range(8):
-            try:
-                composed, slack = split_composition(phases, direction, bound, grids, theta,
-                                                    half_width, tail_mass, valid_from, failure,
-                                                    delta)
-                break
-            except BodyTooLarge as too_large:
-                grown = 1.05 * too_large.points_needed / BODY_POINTS
-                ratio = max(1, int(grids.ratio / grown))
-                fine = grids.fine * grown
-                grids = SplitGrids(fine, ratio, max(1, math.ceil(threshold / (fine * ratio))),
-                                   grids.truncations)
-            except CoarseTooLarge as too_large:
-                ratio = math.ceil(grids.ratio * 1.05 * too_large.points_needed / COARSE_POINTS)
-                grids = SplitGrids(grids.fine, ratio,
-                                   max(1, math.ceil(threshold / (grids.fine * ratio))),
-                                   grids.truncations)
-            except NothingToSplit:
+    upper = math.inf
+    for _ in range(1 + _MAX_REAIMS):
+        found = _compose_split(phases, direction, UPPER, aimed, delta, failure, tail_mass,
+                               half_width, valid_from)
+        if found is None:
+            if math.isinf(upper):
                 return None
-        else:
-            return None
-        if bound == UPPER:
-            value = composed.epsilon(delta, UPPER)
-            bounds.append(value if value >= valid_from else math.inf)
-        else:
-            raw = composed.loss_quantile(delta + failure, LOWER)
-            bounds.append(max(0.0, raw - slack) if raw >= composed.valid_from else 0.0)
-    return bounds[0], bounds[1]
+            break
+        value = found[0].epsilon(delta, UPPER)
+        upper = min(upper, value if value >= valid_from else math.inf)
+        if not valid_from <= upper < (1.0 - tolerance) * aim:
+            break
+        aimed = aimed_at(upper) or aimed
+        aim = upper
+    if valid_from <= upper < (1.0 - tolerance) * aim:
+        aimed = aimed_at(upper) or aimed
+    found = _compose_split(phases, direction, LOWER, aimed, delta, failure, tail_mass,
+                           half_width, valid_from)
+    if found is None:
+        return None
+    composed, slack = found
+    raw = composed.loss_quantile(delta + failure, LOWER)
+    return upper, (max(0.0, raw - slack) if raw >= composed.valid_from else 0.0)
