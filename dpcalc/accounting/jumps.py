@@ -498,7 +498,9 @@ def _compose_split(phases, direction: str, bound: str, aimed, delta: float, fail
     return None
 
 
-# Re-aim the upper composition at most this many times (split_bounds).
+# The upper composition is aimed again (at most _MAX_REAIMS times) where its bound lands
+# below this fraction of its aim (split_bounds): a loose hint, not a few percent.
+_REAIM_BELOW = 0.9
 _MAX_REAIMS = 3
 
 
@@ -508,9 +510,9 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
     when one step's loss has no rare large part to split off or the grids do not fit.
-    Where the upper bound lands well below the aim (a loose hint, e.g. rdp's at small q),
-    the upper composition is aimed again at that bound, and the lower one at the final
-    upper bound: any aim gives certified bounds, a closer one tighter ones (its tilt puts
+    Where the upper bound lands well below the aim (under _REAIM_BELOW of it: a loose
+    hint, e.g. rdp's at small q), the upper composition is aimed again at that bound, and
+    the lower one at the final upper bound where that is below (1 − tolerance)·aim: any aim gives certified bounds, a closer one tighter ones (its tilt puts
     the bulk of the FFT near ε, its grids are sized for the gap tolerated at ε)."""
     def aimed_at(aim):
         return _aimed(phases, direction, single_steps, aim, tolerance, failure, half_width,
@@ -529,7 +531,7 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
             break
         value = found[0].epsilon(delta, UPPER)
         upper = min(upper, value if value >= valid_from else math.inf)
-        if not valid_from <= upper < (1.0 - tolerance) * aim:
+        if not valid_from <= upper < _REAIM_BELOW * aim:
             break
         aimed = aimed_at(upper) or aimed
         aim = upper
