@@ -374,12 +374,16 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     # every window leaves out at most τ̂/(phases + 1) of tilted mass (tilt.tilted_tail_mass),
     # sized where the composition is read: from valid_from (+ the slack, for the lower) on
     window_tail = tilted_tail_mass(tail_mass, log_scale, theta, valid_from) / (1 + len(splits))
+    # the jump parts' windows first: where they alone exceed the coarse cap, the body's
+    # (costlier) composition is not needed to know that the grid must coarsen
+    jump_points = sum(_jump_window(split, part, coarse, math.log(window_tail))
+                      for split, part in zip(splits, parts))
+    if jump_points > COARSE_POINTS:
+        raise CoarseTooLarge(jump_points)
     x_masses, offset, log_body, log_body_size, _ = _fine_body(
         splits, counts, theta, window_tail, bound, grids.ratio)
-    needed = x_masses.size
-    for split, part in zip(splits, parts):
-        needed += _jump_window(split, part, coarse, math.log(window_tail))
-        offset += part.enumerated * split.body_coarse.offset
+    needed = x_masses.size + jump_points
+    offset += sum(part.enumerated * split.body_coarse.offset for split, part in zip(splits, parts))
     if needed > COARSE_POINTS:
         raise CoarseTooLarge(needed)
     size = sp_fft.next_fast_len(needed + 64, real=True)
@@ -498,45 +502,26 @@ def _compose_split(phases, direction: str, bound: str, aimed, delta: float, fail
     return None
 
 
-# The upper composition is aimed again (at most _MAX_REAIMS times) where its bound lands
-# below this fraction of its aim (split_bounds): a loose hint, not a few percent.
-_REAIM_BELOW = 0.9
-_MAX_REAIMS = 3
-
-
 def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass: float,
                  half_width: float, single_steps, target: float, valid_from: float,
                  tolerance: float) -> tuple[float, float] | None:
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
     when one step's loss has no rare large part to split off or the grids do not fit.
-    Where the upper bound lands well below the aim (under _REAIM_BELOW of it: a loose
-    hint, e.g. rdp's at small q), the upper composition is aimed again at that bound, and
-    the lower one at the final upper bound where that is below (1 − tolerance)·aim: any aim gives certified bounds, a closer one tighter ones (its tilt puts
-    the bulk of the FFT near ε, its grids are sized for the gap tolerated at ε)."""
-    def aimed_at(aim):
-        return _aimed(phases, direction, single_steps, aim, tolerance, failure, half_width,
-                      delta)
-
-    aim, aimed = target, aimed_at(target)
+    Where the upper bound lands well below ``target``, the lower composition is aimed at
+    that upper bound instead (any aim gives certified bounds; a closer one tighter ones)."""
+    aimed = _aimed(phases, direction, single_steps, target, tolerance, failure, half_width, delta)
     if aimed is None:
         return None
-    upper = math.inf
-    for _ in range(1 + _MAX_REAIMS):
-        found = _compose_split(phases, direction, UPPER, aimed, delta, failure, tail_mass,
-                               half_width, valid_from)
-        if found is None:
-            if math.isinf(upper):
-                return None
-            break
-        value = found[0].epsilon(delta, UPPER)
-        upper = min(upper, value if value >= valid_from else math.inf)
-        if not valid_from <= upper < _REAIM_BELOW * aim:
-            break
-        aimed = aimed_at(upper) or aimed
-        aim = upper
-    if valid_from <= upper < (1.0 - tolerance) * aim:
-        aimed = aimed_at(upper) or aimed
+    found = _compose_split(phases, direction, UPPER, aimed, delta, failure, tail_mass,
+                           half_width, valid_from)
+    if found is None:
+        return None
+    upper = found[0].epsilon(delta, UPPER)
+    upper = upper if upper >= valid_from else math.inf
+    if valid_from <= upper < (1.0 - tolerance) * target:
+        aimed = _aimed(phases, direction, single_steps, upper, tolerance, failure, half_width,
+                       delta) or aimed
     found = _compose_split(phases, direction, LOWER, aimed, delta, failure, tail_mass,
                            half_width, valid_from)
     if found is None:
