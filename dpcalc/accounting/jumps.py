@@ -502,14 +502,21 @@ def _compose_split(phases, direction: str, bound: str, aimed, delta: float, fail
     return None
 
 
+# The upper composition is aimed again, once, where its bound lands below this fraction
+# of its aim (split_bounds).
+_REAIM_BELOW = 0.5
+
+
 def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass: float,
                  half_width: float, single_steps, target: float, valid_from: float,
                  tolerance: float) -> tuple[float, float] | None:
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
     when one step's loss has no rare large part to split off or the grids do not fit.
-    Where the upper bound lands well below ``target``, the lower composition is aimed at
-    that upper bound instead (any aim gives certified bounds; a closer one tighter ones)."""
+    Where the upper bound lands below half of ``target``, the upper composition is aimed
+    again at it (keeping the smaller bound), and where it lands below (1 − tolerance) of the
+    aim, the lower composition is aimed at it: any aim gives certified bounds, a closer one
+    tighter ones."""
     aimed = _aimed(phases, direction, single_steps, target, tolerance, failure, half_width, delta)
     if aimed is None:
         return None
@@ -519,6 +526,16 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
         return None
     upper = found[0].epsilon(delta, UPPER)
     upper = upper if upper >= valid_from else math.inf
+    if valid_from <= upper < _REAIM_BELOW * target:  # a loose aim (e.g. rdp's at small q):
+        # its coarse grid was sized for the gap tolerated at the aim, far too coarse here
+        again = _aimed(phases, direction, single_steps, upper, tolerance, failure, half_width,
+                       delta)
+        found = again and _compose_split(phases, direction, UPPER, again, delta, failure,
+                                         tail_mass, half_width, valid_from)
+        if found:
+            value = found[0].epsilon(delta, UPPER)
+            upper = min(upper, value) if value >= valid_from else upper
+            aimed, target = again, upper
     if valid_from <= upper < (1.0 - tolerance) * target:
         aimed = _aimed(phases, direction, single_steps, upper, tolerance, failure, half_width,
                        delta) or aimed
