@@ -527,7 +527,7 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
     upper = found[0].epsilon(delta, UPPER)
     upper = upper if upper >= valid_from else math.inf
     if valid_from <= upper < _REAIM_BELOW * target:  # a loose aim (e.g. rdp's at small q):
-        # its coarse grid was sized for the gap tolerated at the aim, far too coarse here
+        # its tilt and grids were chosen for ε near the aim, not near this bound
         again = _aimed(phases, direction, single_steps, upper, tolerance, failure, half_width,
                        delta)
         found = again and _compose_split(phases, direction, UPPER, again, delta, failure,
