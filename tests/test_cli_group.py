@@ -160,6 +160,36 @@ def test_plot_all_writes_three_pngs(tmp_path):
     assert pixels.shape[0] > 300 and pixels.shape[1] > 500
 
 
+def test_spread_keeps_the_ends_and_at_most_the_limit():
+    from dpcalc.cli.group_plots import spread
+
+    values = list(range(1, 65))
+    chosen = spread(values, 8)
+    assert chosen[0] == 1 and chosen[-1] == 64 and len(chosen) <= 8
+    assert chosen == sorted(set(chosen)) and set(chosen) <= set(values)
+    assert spread([1, 2, 3], 8) == [1, 2, 3]
+
+
+def test_k_figure_draws_the_certified_pb_bounds(tmp_path, monkeypatch):
+    """The k figure plots, at σ, the table's own pb ε and, at 2σ and 4σ, pb_epsilon's."""
+    from dpcalc.accounting import group
+    from dpcalc.cli import group_plots, plots
+
+    drawn = {}
+    monkeypatch.setattr(plots, "group_over_k_figure",
+                        lambda path, ks, series, title: drawn.update(ks=ks, series=series))
+    setting = group.GroupSetting(1, 256, 60000, 1.0, 200)
+    table = {k: group.pb_epsilon(setting.with_k(k), 1e-5).epsilon for k in (1, 2, 3)}
+    group_plots.draw({"k": tmp_path / "k.png"}, setting, [1, 2, 3], ["pb"], 1e-5, table, 0.01)
+    assert drawn["ks"] == [1, 2, 3]
+    assert drawn["series"][0].values == [table[k] for k in (1, 2, 3)]
+    for factor, series in zip((2.0, 4.0), drawn["series"][1:]):
+        expected = [group.pb_epsilon(setting.with_k(k).with_sigma(factor), 1e-5).epsilon
+                    for k in (1, 2, 3)]
+        assert series.values == expected
+        assert all(a < b for a, b in zip(series.values, drawn["series"][0].values))
+
+
 # --- bad input: exit 2, one line ----------------------------------------------------------
 @pytest.mark.parametrize("args,message", [
     (["--k", "0", *MNIST, "--sigma", "1", "--steps", "10"], "--k must be a whole number from 1 to 64"),

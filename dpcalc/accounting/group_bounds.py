@@ -43,6 +43,7 @@ _SMALLEST_DELTA_FACTOR = 1e-12
 _SCAN_STEP_NATS = 1.0  # log-δ₁ spacing of the scan before bisection
 _BISECTIONS = 40
 _BISECTION_WIDTH_NATS = 1e-6  # kε₁ then moves by ~1e-7·k at most
+_CURVE_WIDTH_NATS = 1e-3  # a figure's curves: kε₁ moves by ~1e-4·k at most
 
 
 # ------------------------------------------------------------------ rdp-overapprox
@@ -146,14 +147,16 @@ def _group_log_delta(k: int, record_epsilon: float, record_delta: float) -> floa
 
 def convert_group(profile: Callable[[float], float], k: int, delta: float,
                   smallest_delta: float,
-                  rough: Callable[[float], float] | None = None) -> GroupConversion:
+                  rough: Callable[[float], float] | None = None,
+                  width_nats: float = _BISECTION_WIDTH_NATS) -> GroupConversion:
     """The smallest kε₁ over δ₁ ∈ [smallest_delta, δ/k] with k e^{(k−1)ε₁(δ₁)} δ₁ ≤ δ.
 
     ε₁(δ₁) (``profile``) falls as δ₁ grows, so the largest feasible δ₁ is best: scan
     ln δ₁ downward from ln(δ/k), then bisect between the first feasible point and the one
     above it. ``rough``, a cheaper upper profile (≥ ``profile``), may find the starting
     point: what is feasible for it is feasible for ``profile``. Every returned value
-    satisfies the constraint with the ε₁ (from ``profile``) it reports.
+    satisfies the constraint with the ε₁ (from ``profile``) it reports; the bisection
+    stops ``width_nats`` from the boundary (a wider stop only gives a larger kε₁).
     """
     log_delta = math.log(delta)
     if k == 1:
@@ -197,7 +200,7 @@ def convert_group(profile: Callable[[float], float], k: int, delta: float,
     if above is not None:
         low, high = found, above  # feasible at low, not at high
         for _ in range(_BISECTIONS):
-            if high - low < _BISECTION_WIDTH_NATS:
+            if high - low < width_nats:
                 break
             middle = 0.5 * (low + high)
             if feasible(profile, middle) is not None:
@@ -236,12 +239,31 @@ def group_conversion_epsilon(setting: GroupSetting, delta: float,
 def conversion_over_steps(setting: GroupSetting, k_values: Sequence[int], steps_list: Sequence[int],
                           delta: float) -> dict[int, list[float | None]]:
     """group-conversion ε for each k and T (None: no certificate); the per-record
-    profiles are computed once for all k."""
+    profiles are computed once for all k.
+
+    Each T's profile starts plain and is tightened by tilted compositions only where the
+    conversion reads it below the plain composition's float-noise level: the δ₁ the plain
+    profile chooses is the smallest any tighter profile can choose (a smaller ε₁ only
+    makes larger δ₁ feasible), so the tilts aim at [that δ₁, δ]."""
     delta = check_delta(delta)
     smallest = delta * _SMALLEST_DELTA_FACTOR
-    profiles = upper_profiles(worst_case(setting.record_phase()).pair, steps_list, smallest, delta)
-    return {k: [convert_group(profile.epsilon, k, delta, smallest).epsilon for profile in profiles]
-            for k in k_values}
+    profiles = upper_profiles(worst_case(setting.record_phase()).pair, steps_list, smallest)
+    out: dict[int, list[float | None]] = {k: [] for k in k_values}
+    for profile in profiles:
+        found = [convert_group(profile.epsilon, k, delta, smallest, width_nats=_CURVE_WIDTH_NATS)
+                 for k in k_values]
+        reached = [each.record_delta for each in found if each.epsilon is not None]
+        deepest = min(reached) if len(reached) == len(found) else smallest
+        if deepest < max(profile.noisy_below(d) for d in profile.composed):
+            # plain only: the second search's rough start
+            untightened = UpperProfile(profile.steps,
+                                       {d: list(plds) for d, plds in profile.composed.items()})
+            profile.tighten(max(smallest, deepest), delta)
+            found = [convert_group(profile.epsilon, k, delta, smallest, untightened.epsilon,
+                                   _CURVE_WIDTH_NATS) for k in k_values]
+        for k, each in zip(k_values, found):
+            out[k].append(each.epsilon)
+    return out
 
 
 # ------------------------------------------------------------------------- all methods

@@ -33,10 +33,28 @@ class UpperProfile:
 
     steps: int
     composed: dict[str, list[ComposedPld]] = field(default_factory=dict)
+    singles: dict = field(default_factory=dict)  # direction: the one-step PLD composed
+    tail_mass: float = 0.0
 
     def epsilon(self, delta: float) -> float:
         return max(min(pld.epsilon(delta, UPPER) for pld in plds)
                    for plds in self.composed.values())
+
+    def noisy_below(self, direction: str) -> float:
+        """δ below which the plain composition's float error (fft_error.py) may show: up
+        to ~1e3 times the most it can add to δ."""
+        plain = self.composed[direction][0]
+        return 1e3 * float(np.sum(np.broadcast_to(plain.noise_floor, plain.pmf.shape)))
+
+    def tighten(self, smallest_delta: float, largest_delta: float) -> None:
+        """Add tilted compositions where the plain one is swamped by its float error,
+        aimed between ε at ``largest_delta`` and at ``smallest_delta``."""
+        for direction, plds in self.composed.items():
+            plain, noisy = plds[0], self.noisy_below(direction)
+            if noisy > smallest_delta:
+                low = plain.epsilon(min(largest_delta, noisy), UPPER)
+                high = plain.epsilon(smallest_delta, UPPER)
+                plds += _tilted(self.singles[direction], self.steps, self.tail_mass, low, high)
 
 
 def _tilted(single, steps: int, tail_mass: float, low: float, high: float) -> list[ComposedPld]:
@@ -64,17 +82,14 @@ def upper_profiles(pair, steps_list: Sequence[int], smallest_delta: float,
     half_width = tail_half_width(largest, smallest_delta)
     tail_mass = TAIL_FRACTION * smallest_delta
     step = initial_grid_step([(pair, largest)], None, half_width)
-    profiles = [UpperProfile(steps) for steps in steps_list]
+    profiles = [UpperProfile(steps, tail_mass=tail_mass) for steps in steps_list]
     for direction in pair.directions:
         _, plds, _ = compose_fitting([(pair, largest)], direction, step, UPPER, half_width, tail_mass)
         single = plds[0][0]
         for profile in profiles:
-            plain = compose([(single, profile.steps)], tail_mass)
-            profile.composed[direction] = [plain]
-            # float error can add at most Σ noise to δ: below ~1e3 times that, tilt
-            noisy = 1e3 * float(np.sum(np.broadcast_to(plain.noise_floor, plain.pmf.shape)))
-            if largest_delta is not None and noisy > smallest_delta:
-                low = plain.epsilon(min(largest_delta, noisy), UPPER)
-                high = plain.epsilon(smallest_delta, UPPER)
-                profile.composed[direction] += _tilted(single, profile.steps, tail_mass, low, high)
+            profile.composed[direction] = [compose([(single, profile.steps)], tail_mass)]
+            profile.singles[direction] = single
+    if largest_delta is not None:
+        for profile in profiles:
+            profile.tighten(smallest_delta, largest_delta)
     return profiles

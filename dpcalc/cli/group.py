@@ -8,7 +8,6 @@ the seed's model). --target-epsilon gives the σ per k instead.
 """
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
@@ -35,8 +34,6 @@ _HYPERGEOMETRIC_NOTE = ("--sampling hypergeometric now means fixed-size batches 
                         "certified analysis (a protected record displaces another: shift 2j); "
                         "seed 000's pair (shift j) is --method seed")
 _MAX_K = 64
-_COMPOSITIONS = [2**power for power in range(17)]  # the seed's x-axis: 2^0 … 2^16
-_SIGMA_FACTORS = (1.0, 2.0, 4.0)  # ε over k is drawn for σ, 2σ and 4σ
 NOT_APPLICABLE = "not applicable"
 NO_CERTIFICATE = "no certificate"
 
@@ -192,61 +189,6 @@ def _sigma_columns() -> list[Column]:
     ]
 
 
-# --------------------------------------------------------------------------- plots
-def _draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[str],
-          delta: float) -> None:
-    from dpcalc.accounting import group, group_bounds
-    from dpcalc.cli import plots
-
-    if "compositions" in paths:
-        shown = [name for name in methods if name in ("pb", "rdp-overapprox", "group-conversion")]
-        series = []
-        conversions = (group_bounds.conversion_over_steps(setting, k_values, _COMPOSITIONS, delta)
-                       if "group-conversion" in shown else {})
-        for k in k_values:
-            each = setting.with_k(k)
-            if "pb" in shown:
-                series.append(plots.GroupSeries("pb", k, group.pb_epsilon_over_steps(
-                    each, _COMPOSITIONS, delta)))
-            if "rdp-overapprox" in shown:
-                series.append(plots.GroupSeries("rdp-overapprox", k,
-                                                group_bounds.rdp_overapprox_over_steps(
-                                                    each, _COMPOSITIONS, delta)))
-            if "group-conversion" in shown:
-                series.append(plots.GroupSeries("group-conversion", k, conversions[k]))
-        plots.group_compositions_figure(
-            paths["compositions"], _COMPOSITIONS, series,
-            f"ε over compositions (B={setting.batch_size}, N={setting.dataset_size}, "
-            f"σ={setting.noise_multiplier:g}, δ={delta:g})")
-    if "k" in paths:
-        over = k_values if len(k_values) > 1 else list(range(1, k_values[0] + 1))
-        series = []
-        for factor in _SIGMA_FACTORS:
-            sigma = setting.noise_multiplier * factor
-            values = [group.pb_epsilon_over_steps(setting.with_k(k).with_sigma(sigma),
-                                                  [setting.steps], delta)[0] for k in over]
-            series.append(plots.GroupSeries("pb", None, values, f"σ = {sigma:g}"))
-        plots.group_over_k_figure(
-            paths["k"], over, series,
-            f"pb ε over k (B={setting.batch_size}, N={setting.dataset_size}, "
-            f"T={setting.steps}, δ={delta:g})")
-    if "distributions" in paths:
-        import numpy as np
-
-        each = setting.with_k(max(k_values))
-        spec = (group.seed_spec(each) if "pb" not in methods and "seed" in methods
-                else group.mixture_specs(each)[0])
-        sigma = each.noise_multiplier
-        outputs = np.linspace(-5.0 * sigma, spec.shift * each.k + 5.0 * sigma, 2001)
-        density_a, density_b = group.worst_case_densities(spec, outputs)
-        plots.group_distributions_figure(
-            paths["distributions"], outputs, density_a, density_b,
-            f"worst-case pair, k={each.k}, σ={sigma:g} ({each.sampling}, B={each.batch_size}, "
-            f"N={each.dataset_size})")
-    for path in paths.values():
-        sys.stderr.write(f"plot written to {path}\n")
-
-
 def _sigma_report(setting, k_values: list[int], target: float, delta: float, tolerance: float,
                   inputs: dict) -> Report:
     """--target-epsilon: the calibrated σ per k (pb)."""
@@ -375,7 +317,11 @@ def group_command(
     report.budget = check_budget(gate, gated, [record["epsilon"] for record in report.results
                                                if record["accountant"] == gated])
     if paths:  # draw first: a failing plot leaves stdout empty (exit 2)
-        _draw(paths, setting, k_values, names, target_delta)
+        from dpcalc.cli.group_plots import draw
+
+        table = {record["k"]: record["epsilon"] for record in report.results
+                 if record["accountant"] == "pb" and record["epsilon"] is not None}
+        draw(paths, setting, k_values, names, target_delta, table, pb_tolerance)
     emit(report, output_format)
 
 
