@@ -130,6 +130,11 @@ class _Direction:
             self._plds[key] = discretise(self.pair, self.direction, grid, half_width, bound)
         return self._plds[key]
 
+    def span(self, number: int) -> tuple[int, int]:
+        """The smallest and the largest T of group ``number`` (its plds serve only these)."""
+        group = self.groups[number]
+        return int(self.steps[group[0]]), int(self.steps[group[-1]])
+
     def grid(self, index: int) -> float:
         return self._group_grid[index]
 
@@ -145,7 +150,7 @@ class _Direction:
                 continue
             hint = None
             for position, up in composed_powers(self._pld(number, UPPER), self.steps[chosen],
-                                                tail_mass):
+                                                tail_mass, span=self.span(number)):
                 index = chosen[position]
                 value = _read(up, self.delta, UPPER, self.points, index, hint=hint)
                 out[index] = None if value is None else max(0.0, value)
@@ -166,7 +171,8 @@ class _Direction:
             counts = self.steps[chosen]
             slacks = tabulated_slacks(pld, counts, failure).tolist()
             hint = None
-            for position, low in composed_powers(pld, counts, tail_mass):
+            for position, low in composed_powers(pld, counts, tail_mass,
+                                                 span=self.span(number)):
                 index = chosen[position]
                 hint = self._near.get(index, hint)
                 value = _read(low, self.delta + failure, LOWER, self.points, index, self.delta, hint)

@@ -45,30 +45,34 @@ def minimise(cumulant: np.ndarray, lambdas: np.ndarray, steps: np.ndarray,
     return values.min(axis=1)
 
 
-# The windows' λ table spans every step count pb allows, so it is tabulated once per pld
-# and serves every subset of T drawn from it.
+# Without a span, the windows' λ table spans every step count pb allows, so it is
+# tabulated once per pld and serves every subset of T drawn from it.
 _WINDOW_STEPS = (1, 10**9)
 
 
-def _window_cumulants(pld: DiscretePld, log_tau: float):
-    """(λ table, K(λ), K(−λ)) of one step's finite loss, cached on the pld."""
-    key = ("_window_cumulants", log_tau)
+def _window_cumulants(pld: DiscretePld, log_tau: float, span: tuple[int, int] | None = None):
+    """(λ table, K(λ), K(−λ)) of one step's finite loss for T in ``span`` (smallest,
+    largest; default: every T pb allows), cached on the pld. A table over fewer λ is as
+    valid (every λ > 0 gives a Chernoff bound) and costs less MGF work."""
+    span = _WINDOW_STEPS if span is None else (int(span[0]), int(span[1]))
+    key = ("_window_cumulants", log_tau, span)
     if key not in pld.__dict__:
         variance = float(np.sum(pld.pmf * (pld.losses - np.sum(pld.pmf * pld.losses)) ** 2))
-        scales = np.sqrt(np.array(_WINDOW_STEPS) * max(variance, 0.0)) + pld.grid_step
+        scales = np.sqrt(np.array(span) * max(variance, 0.0)) + pld.grid_step
         lambdas = lambda_table(math.sqrt(-2.0 * log_tau) / scales, _LAMBDAS_PER_DECADE // 2)
         pld.__dict__[key] = (lambdas, pld.log_mgf(lambdas), pld.log_mgf(-lambdas))
     return pld.__dict__[key]
 
 
-def tabulated_windows(pld: DiscretePld, steps: np.ndarray, log_tau: float) -> list[tuple]:
+def tabulated_windows(pld: DiscretePld, steps: np.ndarray, log_tau: float,
+                      span: tuple[int, int] | None = None) -> list[tuple]:
     """Per T: loss values (lo, hi) with P(S_T < lo) ≤ τ and P(S_T > hi) ≤ τ (Chernoff, as
     chernoff._chernoff_window, over one table of λ; a table half as dense as the slacks'
     costs the window at most ~0.5% of its width and half the MGF work)."""
     mean = float(np.sum(pld.pmf * pld.losses))
     variance = float(np.sum(pld.pmf * (pld.losses - mean) ** 2))
     scales = np.sqrt(steps * max(variance, 0.0)) + pld.grid_step
-    lambdas, above, below = _window_cumulants(pld, log_tau)
+    lambdas, above, below = _window_cumulants(pld, log_tau, span)
     hi = minimise(above, lambdas, steps, -log_tau)
     lo = -minimise(below, lambdas, steps, -log_tau)
     hi = np.where(np.isfinite(hi), hi, steps * mean + 50 * scales)
@@ -76,11 +80,13 @@ def tabulated_windows(pld: DiscretePld, steps: np.ndarray, log_tau: float) -> li
     return list(zip(lo.tolist(), hi.tolist()))
 
 
-def _layout(pld: DiscretePld, steps: np.ndarray, tail_mass: float, max_points: int) -> list[tuple]:
+def _layout(pld: DiscretePld, steps: np.ndarray, tail_mass: float, max_points: int,
+            span: tuple[int, int] | None = None) -> list[tuple]:
     """Per T: (T, support_lo, lo_index, window points, window mass) as fft_compose.compose."""
     step = pld.grid_step
     layout = []
-    for count, (lo, hi) in zip(steps.tolist(), tabulated_windows(pld, steps, math.log(tail_mass))):
+    windows = tabulated_windows(pld, steps, math.log(tail_mass), span)
+    for count, (lo, hi) in zip(steps.tolist(), windows):
         support_lo, support_hi = count * pld.offset, count * (pld.offset + pld.pmf.size - 1)
         lo_index, hi_index = max(support_lo, math.floor(lo / step)), min(support_hi, math.ceil(hi / step))
         whole = lo_index == support_lo and hi_index == support_hi
@@ -139,10 +145,11 @@ class _Strided:
 
 
 def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
-                    max_points: int = MAX_FFT_POINTS):
+                    max_points: int = MAX_FFT_POINTS, span: tuple[int, int] | None = None):
     """Yield (position in ``steps``, T-fold composition of ``pld``) for every T, one at a
-    time (the caller reads each out and drops it)."""
-    layout = _layout(pld, steps, tail_mass, max_points)
+    time (the caller reads each out and drops it); ``span``: the (smallest, largest) T this
+    pld will be asked for, over all calls (sizes its windows' λ table)."""
+    layout = _layout(pld, steps, tail_mass, max_points, span)
     scale = 1 << _HALVINGS
     base = sp_fft.next_fast_len(-(-_padded(max(entry[3] for entry in layout)) // scale), real=True)
     size = scale * base
