@@ -6,10 +6,12 @@ point-by-point path. Prints medians and ratios measured in one run; not a test.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
@@ -80,6 +82,64 @@ def main() -> None:
     small = median_call(lambda: accountant.epsilon(Schedule.single(1e-6, 0.3, 10_000_000), 1e-12), 3)
     print(f"  reference {reference:.3f} s  small-q {small:.3f} s  ratio {small / reference:.1f}× "
           f"(target ≤ 10×)")
+
+    if importlib.util.find_spec("matplotlib") is not None:
+        print("\ngroup figures: --plot-kind all against the plain call (target ≤ 2×; ≤ 10 s plain)")
+        with tempfile.TemporaryDirectory() as folder:
+            for label, args in GROUP_CASES:
+                plain = median_wall(DPCALC + args, 3)
+                drawn = median_wall(DPCALC + args + ["--plot-kind", "all", "--plot",
+                                                     str(pathlib.Path(folder) / "g.png")], 3)
+                print(f"  {label:44s} plain {plain:6.2f} s  all {drawn:6.2f} s  "
+                      f"ratio {drawn / plain:4.2f}×")
+
+    print("\nsimulate default: time spent in the per-epoch accounting (target ≤ 25% of wall)")
+    shares = [simulate_share() for _ in range(repeats)]
+    wall, accounting = statistics.median(s[0] for s in shares), statistics.median(s[1] for s in shares)
+    print(f"  wall {wall:.3f} s (in process, after start-up)  accounting {accounting:.3f} s  "
+          f"share {accounting / wall:.0%}")
+
+
+GROUP_CASES = [
+    ("README example: --k 1:4, all methods", ["group", "--k", "1:4", "--batch-size", "256",
+                                               "--dataset-size", "60000", "--sigma", "1",
+                                               "--steps", "1000"]),
+    ("issue 13: --k 1:64 --method pb", ["group", "--k", "1:64", "--batch-size", "64",
+                                         "--dataset-size", "1000", "--sigma", "1", "--steps",
+                                         "100", "--method", "pb"]),
+]
+
+SHARE_SCRIPT = """
+import contextlib, io, sys, time
+started = time.perf_counter()
+import dpcalc.cli.simulate_accounting as accounting
+spent = [0.0]
+row = accounting.LiveAccountant.row
+def timed(self, record):
+    begin = time.perf_counter()
+    try:
+        return row(self, record)
+    finally:
+        spent[0] += time.perf_counter() - begin
+accounting.LiveAccountant.row = timed
+from dpcalc.cli.app import main
+sys.argv = ["dpcalc", "simulate"]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main()
+    except SystemExit:
+        pass
+print(time.perf_counter() - started, spent[0])
+"""
+
+
+def simulate_share() -> tuple[float, float]:
+    """(wall after interpreter start-up, seconds in the epoch-end accounting) of one
+    default `dpcalc simulate`, in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", SHARE_SCRIPT], check=True, capture_output=True,
+                          text=True)
+    wall, accounting = done.stdout.split()
+    return float(wall), float(accounting)
 
 
 if __name__ == "__main__":
