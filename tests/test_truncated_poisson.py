@@ -20,6 +20,7 @@ from dpcalc.accounting.registry import get_accountant
 from dpcalc.accounting.revealed_mixture import RevealedMixturePair
 from dpcalc.accounting.schedule import Phase, Schedule
 from dpcalc.accounting.truncated import truncation
+from dpcalc.accounting.rdp_accountants import step_rdp
 from dpcalc.accounting.worst_case import MIXTURE_FAMILY, worst_case
 from dpcalc.cli.app import app
 from tests.conftest import cli_runner, run_dpcalc
@@ -138,6 +139,29 @@ def test_rdp_is_an_upper_bound_above_pbs_lower_bound(dataset, rate, cap, sigma, 
     for name in ("rdp", "moments"):
         epsilon = get_accountant(name).epsilon(schedule, DELTA).epsilon
         assert epsilon >= pb.epsilon_lower, name
+
+
+@pytest.mark.parametrize("adjacency", ["add-remove", "replace-one", "zero-out"])
+def test_rdp_of_a_run_cut_at_every_step_is_the_cut_branchs(adjacency):
+    """Regression: M = B/2 (every step cut: the uncut branch's weight rounds to 0). The
+    mixture's ρ took the zero-weight branch as its base, log1p met −1 at large α and
+    rdp reported ε = 0 under replace-one ('certified'), which pb then refused as
+    inconsistent. ρ is now the cut branch's own, and rdp stays above pb's lower bound."""
+    schedule = Schedule((Phase(None, 4.0, 10_000, "truncated-poisson", adjacency, 600, 60_000,
+                               300),))
+    case = worst_case(schedule.phases[0])
+    orders = np.array([2.0, 10.0, 55.0, 256.0])
+    cuts = []
+    for branches in case.components:  # per neighbouring instance (add/remove: two sizes)
+        assert [weight for weight, _ in branches] == [0.0, 1.0]
+        cuts.append(step_rdp(branches[-1][1], orders))
+    worst_cut = np.max(cuts, axis=0)
+    assert np.all(worst_cut <= step_rdp(case, orders))
+    assert np.all(step_rdp(case, orders) <= worst_cut * (1 + 1e-9))
+    pb = _pb(schedule)
+    for name in ("rdp", "moments"):
+        epsilon = get_accountant(name).epsilon(schedule, DELTA).epsilon
+        assert epsilon >= pb.epsilon_lower > 0.3, name
 
 
 def test_rdp_and_pb_bracket_the_exact_epsilon_at_q_one():

@@ -44,9 +44,15 @@ def step_rdp(case: WorstCase, orders: np.ndarray) -> np.ndarray:
 
 def _mixture_rdp(branches, orders: np.ndarray) -> np.ndarray:
     """ρ(α) of a revealed mixture Σ_i w_i·(branch i): ln(Σ_i w_i e^{(α−1)ρ_i})/(α − 1), as
-    a₀ + log1p(Σ_{i≥1} w_i·expm1(a_i − a₀)) with a_i = (α − 1)ρ_i, so a mixture of tiny ρ
-    keeps its relative accuracy; rounded up by a few ulps."""
+    a_b + log1p(Σ_{i≠b} w_i·expm1(a_i − a_b)) with a_i = (α − 1)ρ_i and b the branch of
+    largest weight, so a mixture of tiny ρ keeps its relative accuracy; rounded up by a few
+    ulps. With w_b ≥ 1/n the sum stays above w_b − 1 > −1, so log1p never meets the
+    cancellation a base of small weight invites (w_0 = 0 and a_1 ≪ a_0 once gave
+    log1p(−1) = −∞ and ρ = 0: rdp reported ε = 0 for a truncated Poisson run cut at every
+    step). Branches of zero weight are not part of the mixture."""
     scale = orders - 1.0
+    branches = [(weight, case) for weight, case in branches if weight > 0.0]
+    branches.sort(key=lambda branch: -branch[0])
     exponents = [scale * step_rdp(case, orders) for _, case in branches]
     base = exponents[0]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
@@ -55,9 +61,9 @@ def _mixture_rdp(branches, orders: np.ndarray) -> np.ndarray:
             excess = excess + weight * np.expm1(exponent - base)
         mixed = base + np.log1p(excess)
         # far apart (expm1 overflows): the plain log-sum-exp has no cancellation to fear
-        logsum = np.logaddexp.reduce([math.log(weight) + exponent if weight > 0 else
-                                      np.full_like(base, -np.inf)
-                                      for (weight, _), exponent in zip(branches, exponents)], axis=0)
+        logsum = np.logaddexp.reduce([math.log(weight) + exponent
+                                      for (weight, _), exponent in zip(branches, exponents)],
+                                     axis=0)
         mixed = np.where(np.isfinite(excess), mixed, logsum)
     mixed = np.where(np.isnan(mixed), np.inf, mixed)
     return np.maximum(mixed / scale, 0.0) * (1.0 + 1e-12)
