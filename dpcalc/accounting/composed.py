@@ -175,7 +175,7 @@ def composed_directions(schedule, failure: float, grid_step: float | None = None
     # profiles are below the pair's, whose upper profiles bound every direction's.
     run = composed_phases(schedule_phases(schedule), failure, grid_step, smallest_delta,
                           lower=False)
-    known = composed_phases(schedule_phases(found[0]), failure, grid_step, smallest_delta,
+    known = composed_phases(found[0], failure, grid_step, smallest_delta,
                             upper=False)
     directions, reverse = dict(run.directions), dict(run.reverse)
     for name, profiles in known.directions.items():

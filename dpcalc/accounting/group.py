@@ -214,14 +214,13 @@ def pb_epsilon(setting: GroupSetting, delta: float,
                                 tolerance)
         # fixed-size replace-one/zero-out: that pair is not attained; the certified lower
         # bound is an explicit run's (lower_instances.py)
-        from dpcalc.accounting.buckets import schedule_phases
         from dpcalc.accounting.lower_instances import lower_instance
         from dpcalc.accounting.schedule import Schedule
 
         found = lower_instance(Schedule((setting.record_phase(),)))
         if found is None:
             return _pb_result(PB, bounds, bounds.lower, tolerance, [], {})
-        lower = epsilon_bounds(schedule_phases(found[0]), delta, tolerance).lower
+        lower = epsilon_bounds(found[0], delta, tolerance).lower
         return _pb_result(PB, bounds, lower, tolerance, list(found[1]), {})
     specs = mixture_specs(setting)
     bounds, lower = _max_bounds(specs, setting.steps, delta, tolerance)

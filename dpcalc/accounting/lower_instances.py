@@ -15,10 +15,10 @@ pair; the interval then also holds the gap between the two, and the result says 
   of the note sampling-and-adjacency.md — i.e. the fixed-size add/remove pair, both orders
   of the same datasets.
 * fixed, zero-out: the record against a null record that keeps its slot; upper bound from
-  the replace-one pair (worst_case.py), which zero-out never attains (brute force, B = 1 of
-  N = 2, σ = 1, δ = 0.01: true ε ≤ 2.02 where that pair's lower bound was 4.74). Instance:
-  every other gradient 0, the record +C against the null record: ((1 − γ)N(0) + γN(C), N(0)),
-  the Poisson pair at rate γ = B/N.
+  zero_out_pairs.fixed_zero_out_pair, which splices this instance's first order with the
+  other order's worst configuration, so no single run attains it. Instance: every other
+  gradient −C, the record +C against the null record: ((1 − γ)N(0) + γN(2C),
+  (1 − γ)N(0) + γN(C)) (zero_out_pairs.DisplacedNullPair), both orders.
 * truncated-poisson: truncated.py (:func:`truncated.contained_rate`): other gradients 0,
   the record in the cut batch with probability q_in, the Poisson pair at q_in.
 """
@@ -28,7 +28,11 @@ from dataclasses import replace
 
 from dpcalc.accounting.samplers import (ADD_REMOVE, FIXED, POISSON, REPLACE_ONE,
                                         TRUNCATED_POISSON, ZERO_OUT)
+from dpcalc.accounting.revealed_mixture import align_directions
 from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.accounting.truncated import BASE_DIRECTION
+from dpcalc.accounting.worst_case import worst_case
+from dpcalc.accounting.zero_out_pairs import DisplacedNullPair
 
 TRUNCATED_NOTE = ("truncated Poisson: the upper bound is the dominating pair's (it reveals "
                   "whether at least M others were drawn; Ganesh 2025); the certified lower "
@@ -40,11 +44,12 @@ FIXED_REPLACE_NOTE = ("fixed-size, replace-one: the upper bound composes the sym
                       "bound is an explicit run's (other gradients −C, the record +C against "
                       "−C: shift 2C in one orientation at every step), so the interval also "
                       "holds the gap between the two, which a finer grid does not close")
-FIXED_ZERO_OUT_NOTE = ("fixed-size, zero-out: the upper bound is the replace-one pair's; the "
-                       "certified lower bound is an explicit run's (other gradients 0, the "
-                       "record +C against the null record: the Poisson pair at γ = B/N), so "
-                       "the interval also holds the gap between the two, which a finer grid "
-                       "does not close")
+FIXED_ZERO_OUT_NOTE = ("fixed-size, zero-out: the upper bound composes a dominating pair (the "
+                       "run below in one order, x like the other records against the null "
+                       "record in the other: an adversary may switch between them); the "
+                       "certified lower bound is an explicit run's (other gradients −C, the "
+                       "record +C against the null record: shifts 2C and C), so the interval "
+                       "also holds the gap between the two, which a finer grid does not close")
 
 
 FIXED_REPLACE_MIXED_NOTE = ("fixed-size, replace-one (with other samplers): the certified "
@@ -56,8 +61,8 @@ FIXED_REPLACE_MIXED_NOTE = ("fixed-size, replace-one (with other samplers): the 
 INSTANCE_NOTES = (TRUNCATED_NOTE, FIXED_REPLACE_NOTE, FIXED_ZERO_OUT_NOTE, FIXED_REPLACE_MIXED_NOTE)
 
 
-def _instance_phase(phase: Phase, uniform: bool = True) -> tuple[Phase, str] | None:
-    """The attained phase standing in for ``phase`` in the lower bound, and why; None when
+def _instance_pair(phase: Phase, uniform: bool = True) -> tuple[object, str] | None:
+    """The attained pair standing in for ``phase``'s in the lower bound, and why; None when
     ``phase``'s own pair is attained. ``uniform``: every phase of the run is fixed-size
     replace-one, so the stronger displacement run (an add/remove-shaped pair) keeps the
     schedule's one adjacency; otherwise fixed-size replace-one phases take the run with
@@ -66,32 +71,33 @@ def _instance_phase(phase: Phase, uniform: bool = True) -> tuple[Phase, str] | N
         from dpcalc.accounting.truncated import contained_rate
 
         rate = contained_rate(phase.dataset_size, phase.sampling_rate, phase.max_batch_size)
-        return (Phase(rate, phase.noise_multiplier, phase.steps, POISSON, phase.adjacency),
+        return (worst_case(Phase(rate, phase.noise_multiplier, 1, POISSON, phase.adjacency)).pair,
                 TRUNCATED_NOTE)
     if phase.sampling == FIXED and phase.adjacency == REPLACE_ONE and uniform:
-        return (replace(phase, adjacency=ADD_REMOVE), FIXED_REPLACE_NOTE)
+        return worst_case(replace(phase, adjacency=ADD_REMOVE)).pair, FIXED_REPLACE_NOTE
     if phase.sampling == FIXED and phase.adjacency == REPLACE_ONE:
-        return (Phase(phase.sampling_rate, phase.noise_multiplier, phase.steps, POISSON,
-                      REPLACE_ONE), FIXED_REPLACE_MIXED_NOTE)
+        return (worst_case(Phase(phase.sampling_rate, phase.noise_multiplier, 1, POISSON,
+                                 REPLACE_ONE)).pair, FIXED_REPLACE_MIXED_NOTE)
     if phase.sampling == FIXED and phase.adjacency == ZERO_OUT:
-        return (Phase(phase.sampling_rate, phase.noise_multiplier, phase.steps, POISSON,
-                      ZERO_OUT), FIXED_ZERO_OUT_NOTE)
+        return (DisplacedNullPair(phase.sampling_rate, phase.noise_multiplier),
+                FIXED_ZERO_OUT_NOTE)
     return None
 
 
-def lower_instance(schedule: Schedule) -> tuple[Schedule, tuple[str, ...]] | None:
-    """(the schedule of attained pairs whose lower bound is certified for ``schedule``, the
-    notes saying so), or None when ``schedule``'s own pairs are attained."""
-    phases, notes = [], []
+def lower_instance(schedule: Schedule) -> tuple[list, tuple[str, ...]] | None:
+    """(the (pair, steps) of an attained run whose lower bound is certified for ``schedule``,
+    the notes saying so), or None when ``schedule``'s own pairs are attained."""
+    pairs, notes = [], []
     uniform = all(phase.sampling == FIXED for phase in schedule.phases)
     for phase in schedule.phases:
-        found = _instance_phase(phase, uniform)
+        found = _instance_pair(phase, uniform)
         if found is None:
-            phases.append(phase)
+            pairs.append(worst_case(phase).pair)
             continue
-        phases.append(found[0])
+        pairs.append(found[0])
         if found[1] not in notes:
             notes.append(found[1])
     if not notes:
         return None
-    return replace(schedule, phases=tuple(phases)), tuple(notes)
+    aligned = align_directions(pairs, BASE_DIRECTION)
+    return [(pair, phase.steps) for pair, phase in zip(aligned, schedule.phases)], tuple(notes)

@@ -1,7 +1,4 @@
-"""Dominating pairs for the replace-one neighbouring relation (one instance, "replace").
-
-Both pairs below are symmetric (swapping P and Q mirrors the output), so one
-composition gives both orders of a replace-one neighbour.
+"""Dominating pairs for the replace-one neighbouring relation, and the splice they share.
 
 * :class:`ReplaceOnePair` — Poisson sampling at rate q, replace-one:
   P = (1 − q)N(0, σ²) + qN(1, σ²) against Q = (1 − q)N(0, σ²) + qN(−1, σ²).
@@ -12,22 +9,34 @@ composition gives both orders of a replace-one neighbour.
   Stoian, Kosmala, Günnemann 2024 ("Unified mechanism-specific amplification by
   subsampling and group privacy amplification", NeurIPS), Thm 3.8 with K₊ = K₋ = 1 gives
   this pair as the tight dominating pair; it is the pair of dp_accounting's REPLACE_ONE.
+  Symmetric (swapping P and Q mirrors the output): one instance, "replace".
 
-* :class:`SymmetrisedPair` — fixed-size batches of B out of N, replace-one. Given the
-  other B − 1 batch records U and the record the replaced one displaces, one step is
-  (1 − γ)N(c) + γN(a) against (1 − γ)N(c) + γN(b), γ = B/N, a, b, c clipped gradients.
-  By the advanced joint convexity of Balle, Barthe, Gaboardi 2018 (Thm 2) and joint
-  convexity, for ε ≥ 0 the hockey-stick divergence of every such configuration is at
-  most γ·H_{e^ε′}(N(2)‖N(0)), which the configuration c = b = −a attains: the profile of
-  the remove pair R = ((1 − γ)N(0) + γN(2), N(0)) (Zhu, Dong, Wang 2022, Prop. 30, for
-  the base pair (N(2), N(0))). An adversary may use R in one step and its reverse in the
-  next (Lebeda, Regehr, Kamath, Steinke 2024), and the relation is symmetric, so the
-  tight dominating pair is the symmetrisation of R (Dong, Roth, Su 2022, Thm 4.2:
-  C_γ(f) = min{f_γ, f_γ⁻¹}**): its privacy loss equals R's where R's is positive,
-  mirrored below zero with the two distributions swapped, and an atom at 0 holds the
-  rest. In closed form, with L_R the loss of R and t = |e|:
-      e ≥ 0:  P(L > e) = P_R(L_R > e),     Q(L > e) = Q_R(L_R > e);
-      e < 0:  P(L ≤ e) = Q_R(L_R > t),     Q(L ≤ e) = P_R(L_R > t).
+* :class:`SplicedPair` — the pair whose loss above 0 is distributed as that of a pair U
+  (under both P and Q) and below 0 as that of a pair M mirrored (P and Q swapped, loss
+  negated), with an atom at 0 holding the rest. The atom has equal mass under P and Q, as
+  a loss of 0 needs, exactly when TV(U) = TV(M). Its one-sided profiles are U's and M's:
+  H_{e^ε}(P‖Q) = δ_U(ε) and H_{e^ε}(Q‖P) = δ_M(ε) for ε ≥ 0 (only losses beyond ε count).
+  The profile on all of ℝ follows from the two one-sided ones, δ(−ε) = 1 − e^{−ε} +
+  e^{−ε}δ_{Q‖P}(ε), so a step whose two one-sided profiles are at most U's and M's is
+  dominated by the splice (Dong, Roth, Su 2022, Prop. 2.12), and so is every adaptive
+  composition of such steps (ibid., Thm 3.2). In closed form, with t = |e|:
+      e ≥ 0:  P(L > e) = P_U(L_U > e),     Q(L > e) = Q_U(L_U > e);
+      e < 0:  P(L ≤ e) = Q_M(L_M > t),     Q(L ≤ e) = P_M(L_M > t).
+
+* :class:`SymmetrisedPair` — fixed-size batches of B out of N, replace-one: the splice of
+  R with itself. Given the other B − 1 batch records U and the record the replaced one
+  displaces, one step is (1 − γ)N(c) + γN(a) against (1 − γ)N(c) + γN(b), γ = B/N, a, b, c
+  clipped gradients. By the advanced joint convexity of Balle, Barthe, Gaboardi 2018
+  (Thm 2) and joint convexity, for ε ≥ 0 the hockey-stick divergence of every such
+  configuration is at most γ·H_{e^ε′}(N(2)‖N(0)), which the configuration c = b = −a
+  attains: the profile of the remove pair R = ((1 − γ)N(0) + γN(2), N(0)) (Zhu, Dong,
+  Wang 2022, Prop. 30, for the base pair (N(2), N(0))). An adversary may use R in one step
+  and its reverse in the next (Lebeda, Regehr, Kamath, Steinke 2024), and the relation is
+  symmetric, so the tight dominating pair is the symmetrisation of R (Dong, Roth, Su 2022,
+  Thm 4.2: C_γ(f) = min{f_γ, f_γ⁻¹}**): R's loss where it is positive, mirrored below
+  zero with the two distributions swapped, and an atom at 0 holding the rest. Symmetric:
+  one instance, "replace". Fixed-size zero-out splices two different pairs
+  (zero_out_pairs.py).
 """
 from __future__ import annotations
 
@@ -36,7 +45,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from dpcalc.accounting.mixture import REMOVE, GaussianMixturePair
+from dpcalc.accounting.mixture import ADD, REMOVE, GaussianMixturePair
 from dpcalc.errors import DpcalcError
 
 REPLACE = "replace"
@@ -128,28 +137,92 @@ class ReplaceOnePair:
         return mean, float(math.sqrt(max(float(np.sum(weights * (losses - mean) ** 2)), 0.0)))
 
 
-class SymmetrisedPair:
-    """The symmetrisation of a remove-direction pair R = (P_R, Q_R) (module doc)."""
+def _total_variation(pair) -> tuple[float, float]:
+    """(P(L > 0) − Q(L > 0), P(L > 0) + Q(L > 0)) of a remove-direction pair: its total
+    variation distance, and the scale of that difference's rounding."""
+    p_above, _, q_above, _ = pair.log_tails(REMOVE, np.zeros(1))
+    p_mass, q_mass = math.exp(float(p_above[0])), math.exp(float(q_above[0]))
+    return p_mass - q_mass, p_mass + q_mass
+
+
+class SplicedPair:
+    """Loss above 0 from ``upper``, below 0 from ``mirrored`` reflected, an atom at 0 (module
+    doc). 'remove' compares (P, Q), 'add' (Q, P). Both halves are remove-direction pairs
+    with the same total variation distance, so the atom has equal mass under P and Q."""
+
+    directions = (REMOVE, ADD)
+
+    def __init__(self, upper, mirrored):
+        self.upper, self.mirrored = upper, mirrored
+        self.noise_multiplier = upper.noise_multiplier
+        if mirrored is not upper:
+            (tv_upper, scale_upper), (tv_mirrored, scale_mirrored) = (
+                _total_variation(upper), _total_variation(mirrored))
+            if not abs(tv_upper - tv_mirrored) <= 1e-12 * (scale_upper + scale_mirrored):
+                raise DpcalcError(f"a spliced pair needs halves of equal total variation; got "
+                                  f"{tv_upper!r} and {tv_mirrored!r} (report this)")
+
+    def _halves(self, direction: str) -> tuple:
+        """(the pair whose loss above 0 is this direction's, the one mirrored below 0)."""
+        if direction == REMOVE:
+            return self.upper, self.mirrored
+        if direction == ADD:
+            return self.mirrored, self.upper
+        raise ValueError(f"direction must be one of {(REMOVE, ADD)}")
+
+    def log_tails(self, direction: str, grid) -> tuple:
+        """log P(L > e), log P(L ≤ e), log Q(L > e), log Q(L ≤ e) for each e in ``grid``."""
+        top, bottom = self._halves(direction)
+        grid = np.atleast_1d(np.asarray(grid, dtype=float))
+        negative = grid < 0
+        # e < 0, t = −e: P(L > e) = Q_m(L_m ≤ t), P(L ≤ e) = Q_m(L_m > t); Q's with P_m, Q_m
+        # swapped (the mirrored half has no atom at t > 0, so ≥ t and > t agree).
+        if top is bottom:  # one evaluation serves both halves
+            p_above, p_below, q_above, q_below = top.log_tails(REMOVE, np.abs(grid))
+            return (np.where(negative, q_below, p_above), np.where(negative, q_above, p_below),
+                    np.where(negative, p_below, q_above), np.where(negative, p_above, q_below))
+        tails = [np.empty(grid.size) for _ in range(4)]
+        above = top.log_tails(REMOVE, grid[~negative])
+        below = bottom.log_tails(REMOVE, -grid[negative])
+        for out, own, mirrored in zip(tails, above, (below[3], below[2], below[1], below[0])):
+            out[~negative] = own
+            out[negative] = mirrored
+        return tuple(tails)
+
+    def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
+        top, bottom = self._halves(direction)
+        return -bottom.loss_range(REMOVE, half_width)[1], top.loss_range(REMOVE, half_width)[1]
+
+    def loss_moments(self, direction: str) -> tuple[float, float]:
+        """Mean and standard deviation of the loss under P, from its tails on a grid (used
+        to pick a grid)."""
+        low, high = self.loss_range(direction, 12.0)
+        edges = np.linspace(low - 1.0, high + 1.0, 4001)
+        above = np.exp(self.log_tails(direction, edges)[0])
+        mass = np.maximum(np.concatenate(([1.0 - above[0]], -np.diff(above), [above[-1]])), 0.0)
+        values = np.concatenate(([edges[0]], 0.5 * (edges[1:] + edges[:-1]), [edges[-1]]))
+        mass = mass / max(mass.sum(), 1e-300)
+        mean = float(np.sum(mass * values))
+        return mean, math.sqrt(max(float(np.sum(mass * (values - mean) ** 2)), 0.0))
+
+
+class SymmetrisedPair(SplicedPair):
+    """The symmetrisation of a remove-direction pair R = (P_R, Q_R) (module doc): R spliced
+    with itself, one neighbouring instance ('replace') since it is symmetric."""
 
     directions = (REPLACE,)
 
     def __init__(self, base: GaussianMixturePair):
+        super().__init__(base, base)
         self.base = base
-        self.noise_multiplier = base.noise_multiplier
 
     def log_tails(self, direction: str, grid) -> tuple:
         if direction != REPLACE:
             raise ValueError(f"direction must be {REPLACE!r}")
-        grid = np.atleast_1d(np.asarray(grid, dtype=float))
-        p_above, p_below, q_above, q_below = self.base.log_tails(REMOVE, np.abs(grid))
-        negative = grid < 0
-        # e < 0: P(L > e) = Q_R(L_R ≤ t), P(L ≤ e) = Q_R(L_R > t); Q's with P_R and Q_R swapped.
-        return (np.where(negative, q_below, p_above), np.where(negative, q_above, p_below),
-                np.where(negative, p_below, q_above), np.where(negative, p_above, q_below))
+        return super().log_tails(REMOVE, grid)
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
-        _, top = self.base.loss_range(REMOVE, half_width)
-        return -top, top
+        return super().loss_range(REMOVE, half_width)
 
     def loss_moments(self, direction: str) -> tuple[float, float]:
         """Mean and standard deviation of the symmetrised loss under P (trapezoid rule)."""

@@ -87,7 +87,7 @@ class PrivacyBucketsAccountant(Accountant):
                                 epsilon_hint=rdp)
         found = lower_instance(schedule)
         if found is not None:  # the pairs are not attained: the lower bound of an explicit run
-            lower = epsilon_bounds(schedule_phases(found[0]), delta, self.tolerance,
+            lower = epsilon_bounds(found[0], delta, self.tolerance,
                                    self.grid_step).lower
             check_consistent(bounds.upper, lower, "ε (explicit run)")
             bounds = replace(bounds, lower=lower, by_direction={
@@ -160,6 +160,6 @@ class PrivacyBucketsAccountant(Accountant):
         found = lower_instance(schedule)
         if found is None:
             return bounds.upper, bounds.lower, (), {}
-        lower = delta_bounds(schedule_phases(found[0]), epsilon, self.grid_step).lower
+        lower = delta_bounds(found[0], epsilon, self.grid_step).lower
         check_consistent(bounds.upper, lower, "δ (explicit run)")
         return bounds.upper, lower, found[1], {}

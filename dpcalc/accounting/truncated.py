@@ -22,8 +22,10 @@ step (revealed_mixture.py): its δ(ε) is (1 − t)·δ₀(ε) + t·δ₁(ε), t
   not depend on K. |g_x − g_y| ≤ 2C, so by joint convexity the branch is dominated by
   ((1 − q′)N(0) + q′N(2C), N(0)) and its reverse: the fixed-size add/remove pair of
   worst_case.py at rate q′. Replace-one and zero-out (x against x′ or a null record, both
-  datasets of N records): (1 − q′)N(c) + q′N(a) against (1 − q′)N(c) + q′N(b), pairwise
-  distances ≤ 2C: the fixed-size replace-one pair (the symmetrisation, pairs.py) at q′.
+  datasets of N records): (1 − q′)N(c) + q′N(a) against (1 − q′)N(c) + q′N(b), with
+  b = 0 for zero-out: the fixed-size pair of the adjacency at q′ (replace-one: the
+  symmetrisation, pairs.py; zero-out: zero_out_pairs.py, whose argument needs just this
+  coupled form).
   Others at −C and x at +C attain the W = 1 branch exactly.
 * With b(k; n, q) = C(n, k)qᵏ(1 − q)ⁿ⁻ᵏ and b(k; n, q)/(k + 1) = b(k + 1; n + 1, q)/((n + 1)q):
       q′ = M·P(Binomial(n + 1, q) > M) / ((n + 1)·t).

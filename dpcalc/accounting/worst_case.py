@@ -10,7 +10,7 @@ A step clips each gradient to norm C = 1 and adds N(0, σ²) to the batch sum. P
 | poisson  | replace-one | (1−q)N(0)+qN(1) vs (1−q)N(0)+qN(−1)                  | replace  | q    | 2 |
 | fixed    | replace-one | symmetrisation of ((1−γ)N(0)+γN(2), N(0))            | replace  | γ    | 2 |
 | poisson  | zero-out    | ((1−q)N(0)+qN(1), N(0)) and reverse                 | poisson  | q    | 1 |
-| fixed    | zero-out    | symmetrisation of ((1−γ)N(0)+γN(2), N(0))            | replace  | γ    | 2 |
+| fixed    | zero-out    | ((1−γ)N(0)+γN(2), (1−γ)N(0)+γN(1)) above 0, R1 below | replace  | γ    | 2 |
 | truncated-poisson | any | revealed mixture: (1−t)·poisson pair at q + t·fixed pair at q′ | mixture | q | 2 |
 
 Truncated Poisson (truncated.py): with t = P(at least M others drawn) the step is the
@@ -26,10 +26,13 @@ batch is independent of whether x is drawn, so mixing over it by joint convexity
 the Poisson-subsampled Gaussian pair at rate q, Δ = 1. Under fixed-size batches it is not
 (given x drawn, the rest is a (B − 1)-subset; otherwise a B-subset), and that pair is NOT a
 certificate (brute force: B = 1 of N = 10, σ = 1, T = 10 reaches ε ≥ 7.1 where it gives
-2.85). Zero-out neighbours are replace-one neighbours, so the fixed-size replace-one pair
-covers them. The proof of Dong, Roth, Su 2022 Thm 4.2 also compares batches that hold x
-with batches that do not, which differ by x against another record y, |g_x − g_y| ≤ 2C, so
-its Δ is 2 here too; a tighter zero-out pair for fixed-size batches is not derived.
+2.85). Given x's slot drawn, x displaces another record (D against D′ moves by up to 2C),
+but ⊥ moves the sum by at most C: the dominating pair (zero_out_pairs.py) splices the
+explicit run's pair (others −C, x +C against ⊥: ((1−γ)N(0)+γN(2), (1−γ)N(0)+γN(1)), the
+supremum of the first order by advanced joint convexity and a comonotonicity argument)
+with R1 = the Poisson pair at γ mirrored (the second order's supremum); the replace-one
+pair, which mirrors R2 = ((1−γ)N(0)+γN(2), N(0)) in both orders, covers zero-out too but
+is looser. rdp keeps the replace-one bound (family replace).
 
 """
 from __future__ import annotations
@@ -43,6 +46,7 @@ from dpcalc.accounting.samplers import (ADD_REMOVE, FIXED, PAIR_SAMPLINGS, POISS
                                         TRUNCATED_POISSON, ZERO_OUT)
 from dpcalc.accounting.schedule import Phase
 from dpcalc.accounting.truncated import BASE_DIRECTION, truncations
+from dpcalc.accounting.zero_out_pairs import fixed_zero_out_pair
 from dpcalc.errors import DpcalcError
 
 POISSON_FAMILY = "poisson"
@@ -98,10 +102,14 @@ def worst_case(phase: Phase) -> WorstCase:
     if key == (POISSON, REPLACE_ONE):
         return WorstCase(ReplaceOnePair(rate, sigma), rate, sigma, 2.0, REPLACE_FAMILY,
                          "Poisson, replace-one: (1−q)N(0)+qN(C) vs (1−q)N(0)+qN(−C)")
-    if phase.sampling == FIXED and phase.adjacency in (REPLACE_ONE, ZERO_OUT):
+    if key == (FIXED, ZERO_OUT):
+        return WorstCase(fixed_zero_out_pair(rate, sigma), rate, sigma, 2.0, REPLACE_FAMILY,
+                         "fixed-size, zero-out: (1−γ)N(0)+γN(2C) vs (1−γ)N(0)+γN(C) spliced "
+                         "with the Poisson pair at γ (dpcalc.accounting.zero_out_pairs)")
+    if key == (FIXED, REPLACE_ONE):
         base = GaussianMixturePair.subsampled_gaussian(rate, sigma / 2.0)
         return WorstCase(SymmetrisedPair(base), rate, sigma, 2.0, REPLACE_FAMILY,
-                         f"fixed-size, {phase.adjacency}: symmetrised ((1−γ)N(0)+γN(2C), N(0)) "
+                         "fixed-size, replace-one: symmetrised ((1−γ)N(0)+γN(2C), N(0)) "
                          "(Dong, Roth, Su 2022 Thm 4.2)")
     raise ValueError(f"no worst case for sampling {phase.sampling!r}, adjacency {phase.adjacency!r}")
 
