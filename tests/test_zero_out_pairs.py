@@ -30,8 +30,8 @@ SETTINGS = [(0.01, 1.0), (0.1, 2.0), (0.3, 0.7), (256 / 60_000, 1.1), (0.5, 4.0)
 
 
 def _density(weights_means, sigma):
-    def density(x):
-        return sum(w * math.exp(-0.5 * ((x - m) / sigma) ** 2) for w, m in weights_means) / (
+    def density(x):  # a float or an array of floats
+        return sum(w * np.exp(-0.5 * ((x - m) / sigma) ** 2) for w, m in weights_means) / (
             sigma * math.sqrt(2 * math.pi))
     return density
 
@@ -41,7 +41,7 @@ def _hockey_stick(p, q, epsilon, sigma, centres):
     factor = math.exp(epsilon)
     low, high = min(centres) - 40 * sigma, max(centres) + 40 * sigma
     xs = np.linspace(low, high, 4001)
-    signs = np.sign([p(x) - factor * q(x) for x in xs])
+    signs = np.sign(p(xs) - factor * q(xs))
     roots = [optimize.brentq(lambda x: p(x) - factor * q(x), xs[i], xs[i + 1], xtol=1e-14)
              for i in np.flatnonzero(signs[:-1] * signs[1:] < 0)]
     edges = [low, *roots, high]
@@ -112,8 +112,9 @@ def test_splice_halves_have_equal_total_variation_and_its_profiles_are_theirs(ra
 
 
 def test_a_splice_of_unequal_total_variation_is_refused():
+    pair = SplicedPair(DisplacedNullPair(0.1, 1.0), GaussianMixturePair.subsampled_gaussian(0.1, 2.0))
     with pytest.raises(DpcalcError, match="equal total variation"):
-        SplicedPair(DisplacedNullPair(0.1, 1.0), GaussianMixturePair.subsampled_gaussian(0.1, 2.0))
+        pair.log_tails(REMOVE, [0.5])
 
 
 @pytest.mark.parametrize("rate,sigma", [(0.1, 1.0), (0.3, 0.7), (0.02, 2.0)])
@@ -123,9 +124,9 @@ def test_one_step_every_configuration_is_below_the_splice_which_is_attained(rate
     error, so the one-step bound is the exact worst case."""
     schedule = Schedule((Phase(rate, sigma, 1, "fixed", "zero-out"),))
     rng = np.random.default_rng(9)
-    configurations = [(1.0, -1.0), (1.0, 1.0), (-1.0, 1.0), (0.0, 1.0), (1.0, 0.0)]
-    configurations += [tuple(rng.uniform(-1, 1, 2)) for _ in range(6)]
-    for epsilon in (0.0, 0.1, 0.5, 1.5):
+    configurations = [(1.0, -1.0), (1.0, 1.0), (-1.0, 1.0), (0.0, 1.0)]
+    configurations += [tuple(rng.uniform(-1, 1, 2)) for _ in range(3)]
+    for epsilon in (0.0, 0.3, 1.5):
         upper = delta_bounds([(fixed_zero_out_pair(rate, sigma), 1)], epsilon).upper
         # the sampler's own pair is this one
         assert upper == delta_bounds(schedule_phases(schedule), epsilon).upper

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from dpcalc.accounting.special_functions import gammaln, logsumexp
 
 from dpcalc.accounting.rdp_conversion import rdp_to_epsilon_improved
 

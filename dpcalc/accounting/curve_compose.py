@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import fft as sp_fft
+from dpcalc.accounting import fourier
 
 from dpcalc.accounting.fft_compose import read_back
 from dpcalc.accounting.fft_error import CompositionErrorBound
@@ -151,12 +151,12 @@ def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
     pld will be asked for, over all calls (sizes its windows' λ table)."""
     layout = _layout(pld, steps, tail_mass, max_points, span)
     scale = 1 << _HALVINGS
-    base = sp_fft.next_fast_len(-(-_padded(max(entry[3] for entry in layout)) // scale), real=True)
+    base = fourier.next_fast_len(-(-_padded(max(entry[3] for entry in layout)) // scale))
     size = scale * base
     folded = pld.pmf
     if folded.size > size:
         folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
-    transformed = sp_fft.rfft(folded, size)
+    transformed = fourier.rfft(folded, size)
     terms = CompositionErrorBound(size).phase_terms(folded, transformed)
     views: dict[int, _Strided] = {}
     for position, (count, support_lo, lo_index, points, window_mass) in enumerate(layout):

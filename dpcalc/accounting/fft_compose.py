@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import fft as sp_fft
+from dpcalc.accounting import fourier
 
 from dpcalc.accounting.chernoff import _chernoff_window
 from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, CompositionErrorBound
@@ -53,7 +53,7 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
         raise GridTooLarge(needed)
     # A pad beyond the window: its positions hold at most 2τ of true mass, so what the FFT
     # puts there measures its own float error.
-    size = sp_fft.next_fast_len(needed + max(64, needed // 32), real=True)
+    size = fourier.next_fast_len(needed + max(64, needed // 32))
     spectrum = None
     log_finite_mass = 0.0
     error_bound = CompositionErrorBound(size, input_relative_error)
@@ -61,7 +61,7 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
         folded = pld.pmf
         if folded.size > size:
             folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
-        transformed = sp_fft.rfft(folded, size)
+        transformed = fourier.rfft(folded, size)
         error_bound.add_phase(folded, transformed, steps)
         transformed = _power(transformed, steps)
         spectrum = transformed if spectrum is None else spectrum * transformed
@@ -97,7 +97,7 @@ def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: fl
     the float-error bound of every entry. ``inverse_budget``: a per-entry error of the
     inverse transform that adds at most ~1e4·τ to δ where the caller reads it (tilt.py)."""
     size = error_bound.size
-    circular = sp_fft.irfft(spectrum, size)
+    circular = fourier.irfft(spectrum, size)
     # circular[m] holds the mass of S with (S_index − support_lo) ≡ m (mod size).
     start = (lo_index - support_lo) % size
     window = (start + np.arange(needed)) % size if start + needed > size else slice(start, start + needed)

@@ -39,6 +39,8 @@ import math
 
 import numpy as np
 
+from dpcalc.accounting import fourier
+
 UNIT_ROUNDOFF = 2.0**-53
 _MIXED_RADIX_MARGIN = 4.0
 _LONG_DOUBLE_ROUNDOFF = float(np.finfo(np.longdouble).eps) / 2.0
@@ -87,9 +89,7 @@ class CompositionErrorBound:
         """(per-coefficient error measured in long double or None, L2 bound on the rest)
         for rfft(pmf) against the exact F·pmf (module doc, item 1)."""
         if _MEASURE and self.size <= _MEASURE_MAX_SIZE:
-            from scipy import fft as sp_fft
-
-            reference = sp_fft.rfft(pmf.astype(np.longdouble), self.size)
+            reference = fourier.rfft_long(pmf, self.size)
             weights = full_spectrum_weights(self.size, reference.size)
             measured = np.abs((transformed - reference).astype(np.complex128)) * 1.01
             reference_norm = math.sqrt(float(np.sum(weights * np.abs(reference.astype(np.complex128)) ** 2)))
@@ -134,9 +134,7 @@ class CompositionErrorBound:
                              ) / math.sqrt(self.size)
         a_priori = self.relative_fft * norm
         if a_priori > budget and _MEASURE and self.size <= _MEASURE_MAX_SIZE:
-            from scipy import fft as sp_fft
-
-            reference = sp_fft.irfft(spectrum.astype(np.clongdouble), self.size)
+            reference = fourier.irfft_long(spectrum, self.size)
             measured = np.abs((circular - reference).astype(np.float64)) * 1.01
             return measured + 1.01 * fft_relative_error(self.size, _LONG_DOUBLE_ROUNDOFF) * norm
         return a_priori

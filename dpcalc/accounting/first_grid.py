@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from scipy.special import ndtri
+from dpcalc.accounting.special_functions import ndtri
 
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_positive

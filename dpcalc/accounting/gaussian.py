@@ -15,7 +15,7 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy import special
+from dpcalc.accounting import special_functions as special
 
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_delta, check_nonnegative, check_positive

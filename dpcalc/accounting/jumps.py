@@ -28,8 +28,8 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import fft as sp_fft
-from scipy.special import bdtrc, gammaln
+from dpcalc.accounting import fourier
+from dpcalc.accounting.special_functions import binomial_upper_tail, gammaln
 
 from dpcalc.accounting.chernoff import _min_over_lambda, rounding_slack
 from dpcalc.accounting.discretise import _bucket_masses, centred_rounding, connect_the_dots
@@ -244,7 +244,7 @@ def enumerated_jumps(split: StepSplit, theta: float, coarse: float, delta: float
     mean = split.steps * math.exp(log_share)
     count = math.ceil(mean + 5 * math.sqrt(mean) + 5)
     rate = min(1.0, split.jump_mass)
-    while count < min(split.steps, MAX_ENUMERATED_JUMPS) and bdtrc(count, split.steps, rate) > TRUNCATION_SHARE * delta:
+    while count < min(split.steps, MAX_ENUMERATED_JUMPS) and binomial_upper_tail(count, split.steps, rate) > TRUNCATION_SHARE * delta:
         count += max(1, count // 4)
     return int(min(split.steps, MAX_ENUMERATED_JUMPS, count))
 
@@ -258,8 +258,8 @@ def _polynomial(split: StepSplit, part: JumpPart, size: int):
         raise CoarseTooLarge(int(max(positions.max(), part.body_logs.size) + 1))
     placed = np.zeros(size)
     placed[positions] = np.exp(part.jump_logs - part.log_jump_mass)
-    jump_hat = sp_fft.rfft(placed, size)
-    body_hat = sp_fft.rfft(np.exp(part.body_logs - part.log_body_mass), size)
+    jump_hat = fourier.rfft(placed, size)
+    body_hat = fourier.rfft(np.exp(part.body_logs - part.log_body_mass), size)
     weights = np.exp(part.log_weights - part.log_scale)
     total = np.full(jump_hat.size, weights[count], dtype=complex)
     power = np.ones(jump_hat.size, dtype=complex)
@@ -386,15 +386,15 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     offset += sum(part.enumerated * split.body_coarse.offset for split, part in zip(splits, parts))
     if needed > COARSE_POINTS:
         raise CoarseTooLarge(needed)
-    size = sp_fft.next_fast_len(needed + 64, real=True)
-    product = sp_fft.rfft(x_masses, size)
+    size = fourier.next_fast_len(needed + 64)
+    product = fourier.rfft(x_masses, size)
     product_error = np.full(product.size, fft_relative_error(size) * float(x_masses.sum()))
     for split, part in zip(splits, parts):
         spectrum, error = _polynomial(split, part, size)
         product_error = product_error * (np.abs(spectrum) + error) + np.abs(product) * error
         product = product * spectrum
     weights = full_spectrum_weights(size, product.size)
-    composed = sp_fft.irfft(product, size)[:needed]
+    composed = fourier.irfft(product, size)[:needed]
     # per entry: the spectrum's error and the products' round-off through the inverse
     # transform, plus the inverse transform's own (componentwise, r·(1/n)Σ|F|)
     absolute = (float(np.sum(weights * (product_error + 4 * UNIT_ROUNDOFF * np.abs(product))))
@@ -406,7 +406,7 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     if bound == UPPER:  # specials, and configurations with more than K jumps, at +∞
         finite = sum(s.steps * math.log1p(-s.special) for s in splits)
         infinity = min(1.0, -math.expm1(finite) + sum(
-            float(bdtrc(count, s.steps, min(1.0, s.jump_mass))) for s, count in zip(splits, counts)
+            binomial_upper_tail(count, s.steps, min(1.0, s.jump_mass)) for s, count in zip(splits, counts)
             if count < s.steps))
     inner = ComposedPld(coarse, offset, composed, 0.0, 0.0, noise)
     result = untilt(inner, theta, log_scale, log_scale_size, window_tail * (1 + len(splits)),

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr, ndtri
+from dpcalc.accounting.special_functions import log_ndtr, ndtri
 
 from dpcalc.accounting.mixture import ADD, REMOVE, _log_diff
 

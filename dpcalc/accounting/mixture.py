@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
+from dpcalc.accounting.special_functions import log_ndtr
 
 from dpcalc.errors import DpcalcError
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
+from dpcalc.accounting.special_functions import log_ndtr
 
 from dpcalc.accounting.mixture import ADD, REMOVE, GaussianMixturePair
 from dpcalc.errors import DpcalcError
@@ -155,12 +155,15 @@ class SplicedPair:
     def __init__(self, upper, mirrored):
         self.upper, self.mirrored = upper, mirrored
         self.noise_multiplier = upper.noise_multiplier
-        if mirrored is not upper:
-            (tv_upper, scale_upper), (tv_mirrored, scale_mirrored) = (
-                _total_variation(upper), _total_variation(mirrored))
-            if not abs(tv_upper - tv_mirrored) <= 1e-12 * (scale_upper + scale_mirrored):
-                raise DpcalcError(f"a spliced pair needs halves of equal total variation; got "
-                                  f"{tv_upper!r} and {tv_mirrored!r} (report this)")
+        self._checked = mirrored is upper  # the halves' TV, checked on first use
+
+    def _check_halves(self) -> None:
+        (tv_upper, scale_upper), (tv_mirrored, scale_mirrored) = (
+            _total_variation(self.upper), _total_variation(self.mirrored))
+        if not abs(tv_upper - tv_mirrored) <= 1e-12 * (scale_upper + scale_mirrored):
+            raise DpcalcError(f"a spliced pair needs halves of equal total variation; got "
+                              f"{tv_upper!r} and {tv_mirrored!r} (report this)")
+        self._checked = True
 
     def _halves(self, direction: str) -> tuple:
         """(the pair whose loss above 0 is this direction's, the one mirrored below 0)."""
@@ -173,6 +176,8 @@ class SplicedPair:
     def log_tails(self, direction: str, grid) -> tuple:
         """log P(L > e), log P(L ≤ e), log Q(L > e), log Q(L ≤ e) for each e in ``grid``."""
         top, bottom = self._halves(direction)
+        if not self._checked:
+            self._check_halves()
         grid = np.atleast_1d(np.asarray(grid, dtype=float))
         negative = grid < 0
         # e < 0, t = −e: P(L > e) = Q_m(L_m ≤ t), P(L ≤ e) = Q_m(L_m > t); Q's with P_m, Q_m

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from dpcalc.accounting import special_functions as special
 
 from dpcalc.accounting.rdp_conversion import (DEFAULT_ORDERS, ULPS as _ULPS, as_orders,
                                               rdp_to_delta_classic, rdp_to_delta_improved,

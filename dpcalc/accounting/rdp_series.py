@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from dpcalc.accounting import special_functions as special
 
 from dpcalc.accounting.rdp_conversion import ULPS as _ULPS
 

@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import log_ndtr
+from dpcalc.accounting.special_functions import log_ndtr
 
 from dpcalc.accounting.buckets import REFINE_POINTS_LIMIT, check_consistent
 from dpcalc.accounting.composed import ComposedRun, composed_directions, default_grid_step
@@ -254,7 +254,7 @@ def _certified_mu(checks, low: float) -> float:
 
 def gdp_mu_bounds(run: ComposedRun) -> GdpBounds:
     """The smallest certified Gaussian-DP μ on the range where the profile is ≥ 1e-10."""
-    from scipy.special import ndtr
+    from dpcalc.accounting.special_functions import ndtr
 
     epsilons, deltas = symmetric_upper_profile(run)
     above = np.flatnonzero(deltas >= _GDP_DELTA_FLOOR)

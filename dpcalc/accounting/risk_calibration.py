@@ -64,7 +64,7 @@ def _check_pair_samplers(schedule, flag: str) -> None:
 def _gdp_guess(schedule, tpr, fpr, advantage) -> float | None:
     """σ at which the CLT/GDP approximation meets the targets (a starting guess only):
     TPR = Φ(Φ⁻¹(F) + μ), advantage = 2Φ(μ/2) − 1, μ² = Σ q²T(e^{Δ²/σ²} − 1) (Bu et al. 2020)."""
-    from scipy.special import ndtri
+    from dpcalc.accounting.special_functions import ndtri
 
     from dpcalc.accounting.worst_case import worst_case
 

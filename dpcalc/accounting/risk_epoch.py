@@ -81,7 +81,7 @@ class PointsProfile:
 
 def _gdp_breakpoints(mu: float, alphas) -> np.ndarray:
     """ε ≥ 0 where the tangent of G_μ touches: the t-grid and the FPRs asked (module doc)."""
-    from scipy.special import ndtri
+    from dpcalc.accounting.special_functions import ndtri
 
     tangents = -ndtri(np.asarray(list(alphas), dtype=float))  # t = −Φ⁻¹(α)
     t_grid = np.arange(0.5 * mu, _T_REACH + mu, _T_STEP)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
+from dpcalc.accounting import special_functions as special
 
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_count

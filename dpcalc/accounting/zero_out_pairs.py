@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
+from dpcalc.accounting.special_functions import log_ndtr
 
 from dpcalc.accounting.mixture import ADD, DIRECTIONS, REMOVE, GaussianMixturePair
 from dpcalc.accounting.pairs import SplicedPair
@@ -73,18 +73,33 @@ def fixed_zero_out_pair(sampling_rate: float, noise_multiplier: float) -> Splice
                        GaussianMixturePair.subsampled_gaussian(rate, sigma))
 
 
-def _log_between(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """log(Φ(high) − Φ(low)) for low ≤ high, from the smaller tails (no cancellation)."""
+def _log_tails_of(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log Φ̄(z), log Φ(z)), each from the smaller tail (one log_ndtr per entry)."""
+    with np.errstate(invalid="ignore"):
+        smaller = log_ndtr(-np.abs(z))
+        larger = np.log1p(-np.exp(smaller))
+    positive = z > 0
+    return np.where(positive, smaller, larger), np.where(positive, larger, smaller)
+
+
+def _log_outside_inside(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log P(Z < low or Z > high) and log P(low ≤ Z ≤ high) for Z standard normal, low ≤
+    high (low = +inf, high = −inf: everywhere outside), the inside without cancellation."""
+    above_high, below_high = _log_tails_of(high)
+    if np.all(np.isneginf(low)):  # one-sided (every e ≥ 0)
+        return above_high, below_high
+    above_low, below_low = _log_tails_of(low)
     with np.errstate(divide="ignore", invalid="ignore"):
+        outside = np.where(low > high, 0.0, np.logaddexp(below_low, above_high))
         right = low > 0  # both in the upper tail: Φ̄(low) − Φ̄(high)
         left = high < 0  # both in the lower tail: Φ(high) − Φ(low)
-        big = np.where(right, log_ndtr(-low), log_ndtr(high))
-        small = np.where(right, log_ndtr(-high), log_ndtr(low))
+        big = np.where(right, above_low, below_high)
+        small = np.where(right, above_high, below_low)
         same_side = big + np.log(-np.expm1(np.minimum(small - big, 0.0)))
         # straddling 0: 1 − Φ(low) − Φ̄(high), both terms ≤ ½
-        middle = np.log1p(-(np.exp(log_ndtr(low)) + np.exp(log_ndtr(-high))))
-        out = np.where(right | left, same_side, middle)
-    return np.where(high > low, out, -np.inf)
+        middle = np.log1p(-(np.exp(below_low) + np.exp(above_high)))
+        inside = np.where(right | left, same_side, middle)
+    return outside, np.where(high > low, inside, -np.inf)
 
 
 class DisplacedNullPair:
@@ -137,10 +152,8 @@ class DisplacedNullPair:
         for weight, centre in ((self._alpha, 0.0), (self.sampling_rate, shift)):
             if weight <= 0.0:
                 continue
-            low, high = (x_minus - centre) / sigma, (x_plus - centre) / sigma
-            inside = _log_between(low, high)  # x₋ ≤ x ≤ x₊: L ≤ e
-            with np.errstate(divide="ignore", invalid="ignore"):
-                outside = np.where(low > high, 0.0, np.logaddexp(log_ndtr(low), log_ndtr(-high)))
+            outside, inside = _log_outside_inside((x_minus - centre) / sigma,
+                                                  (x_plus - centre) / sigma)  # L ≤ e inside
             parts_above.append(math.log(weight) + outside)
             parts_below.append(math.log(weight) + inside)
         return (np.logaddexp.reduce(parts_above, axis=0),
