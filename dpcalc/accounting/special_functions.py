@@ -313,14 +313,30 @@ def _lgamma(value: float) -> float:
 
 
 _LGAMMA = np.frompyfunc(_lgamma, 1, 1)
+_FACTORIALS = 4097  # ln Γ(n) for the integers 1..4096 kept in a table, made on first use
+_log_gamma_table: list[np.ndarray] = []
+
+
+def _integer_log_gamma() -> np.ndarray:
+    if not _log_gamma_table:
+        _log_gamma_table.append(np.array([math.inf] + [math.lgamma(n)
+                                                       for n in range(1, _FACTORIALS)]))
+    return _log_gamma_table[0]
 
 
 def gammaln(x):
-    """ln|Γ(x)| (inf at the poles), entry by entry (math.lgamma)."""
+    """ln|Γ(x)| (inf at the poles), entry by entry (math.lgamma; the orders and binomial
+    indices of the RDP series are mostly integers, read from a table of the same values)."""
     if isinstance(x, (float, int, np.generic)) and not isinstance(x, (bool, np.bool_)):
         return np.float64(_lgamma(float(x)))
     x = np.asarray(x, dtype=float)
-    out = np.asarray(_LGAMMA(x), dtype=float)
+    whole = (x == np.floor(x)) & (x >= 1) & (x < _FACTORIALS)
+    if whole.all():
+        out = _integer_log_gamma()[x.astype(np.intp)]
+    else:
+        out = np.asarray(_LGAMMA(x), dtype=float)
+        if whole.any():
+            out[whole] = _integer_log_gamma()[x[whole].astype(np.intp)]
     return out[()] if out.ndim == 0 else out
 
 
