@@ -39,9 +39,14 @@ def _log_a_integer(rate: float, sigma: float, sensitivity: float, alphas: np.nda
         log_choose = special.gammaln(alpha + 1.0) - special.gammaln(j + 1.0) - special.gammaln(alpha - j + 1.0)
         log_terms = log_choose + j * log_rate + _LOG_TWO + (j - 1.0) * j * scale
         log_terms[0] = log_choose[0] + 2.0 * log_rate + log_second
-        log_sum = np.logaddexp(0.0, special.logsumexp(log_terms))
+        log_terms_sum = float(special.logsumexp(log_terms))
+        log_sum = float(np.logaddexp(0.0, log_terms_sum))
         magnitude = 1.0 + float(np.max(np.abs(log_terms)))
-        out[index] = log_sum + ULPS * magnitude * 4.0
+        # the terms' rounding (relative ~ULPS·magnitude) moves ln(1 + S) by at most
+        # ln(1 + 4·ULPS·magnitude·S/(1 + S)), and ln(1 + S) itself by a few ulps: rounded
+        # up by both (an absolute allowance made tiny rates' ρ 20–60× too large)
+        allowance = math.log1p(4.0 * ULPS * magnitude * math.exp(log_terms_sum - log_sum))
+        out[index] = (log_sum + allowance) * (1.0 + 8.0 * 2.0**-53)
     return out
 
 

@@ -308,7 +308,7 @@ def erfinv(y):
 def _lgamma(value: float) -> float:
     try:
         return math.lgamma(value)
-    except ValueError:  # a pole: Γ is infinite there
+    except (ValueError, OverflowError):  # a pole, or beyond the largest float: Γ is infinite
         return math.inf
 
 
@@ -334,7 +334,8 @@ def gammaln(x):
     if whole.all():
         out = _integer_log_gamma()[x.astype(np.intp)]
     else:
-        out = np.asarray(_LGAMMA(x), dtype=float)
+        with np.errstate(over="ignore"):  # beyond the largest float: inf, as scipy
+            out = np.asarray(_LGAMMA(x), dtype=float)
         if whole.any():
             out[whole] = _integer_log_gamma()[x[whole].astype(np.intp)]
     return out[()] if out.ndim == 0 else out
@@ -343,6 +344,9 @@ def gammaln(x):
 def logsumexp(values, axis=None):
     """log Σ exp(values) over ``axis`` (all entries by default); −inf for an empty sum."""
     values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return np.float64(-np.inf) if axis is None else np.full(
+            np.delete(np.array(values.shape), axis), -np.inf)
     peak = np.max(values, axis=axis, keepdims=True)
     shift = np.where(np.isfinite(peak), peak, 0.0)
     with np.errstate(divide="ignore", under="ignore"):
@@ -364,8 +368,10 @@ def _log_binomial_term(j: int, trials: int, rate: float) -> tuple[float, float]:
         log_choose = (math.lgamma(trials + 1.0) - math.lgamma(j + 1.0)
                       - math.lgamma(trials - j + 1.0))
         scale = 3.0 * math.lgamma(trials + 1.0)
-    value = log_choose + j * (math.log(rate) - math.log1p(-rate)) + trials * math.log1p(-rate)
-    return value, 1e-14 * (scale + abs(value) + 10.0)
+    log_odds, log_stay = math.log(rate) - math.log1p(-rate), math.log1p(-rate)
+    value = log_choose + j * log_odds + trials * log_stay
+    # rounding: the terms of log C (scale), and j·log odds and n·log1p(−p), each a few ulps
+    return value, 1e-14 * (scale + abs(value) + abs(j * log_odds) + abs(trials * log_stay) + 10.0)
 
 
 def binomial_upper_tail(count: int, trials: int, rate: float) -> float:
@@ -400,4 +406,5 @@ def binomial_upper_tail(count: int, trials: int, rate: float) -> float:
         total += term
         term *= j / ((trials - j + 1.0) * odds)
         j -= 1
-    return max(0.0, 1.0 - math.exp(log_last - error) * total * (1.0 - 1e-12))
+    # 1 − x rounds to nearest: a few ulps of 1 added keep it above the truth
+    return min(1.0, max(0.0, 1.0 - math.exp(log_last - error) * total * (1.0 - 1e-12)) + 4e-16)
