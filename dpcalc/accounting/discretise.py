@@ -31,9 +31,23 @@ from dpcalc.accounting.pld import LOWER, UPPER, DiscretePld
 def _bucket_masses(pair: GaussianMixturePair, direction: str, edges: np.ndarray):
     """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]], and the log tails at the ends.
 
-    Each mass is a difference of whichever tail is smaller, keeping relative accuracy.
+    From the pair's own log_bucket_masses where it has one (the masses to a few ulps:
+    gauss_intervals.py); else each mass is a difference of whichever tail is smaller, whose
+    relative error grows like u·tail/mass as buckets narrow.
     """
-    p_above, p_below, q_above, q_below = pair.log_tails(direction, edges)
+    own = getattr(pair, "log_bucket_masses", None)
+    if own is not None:
+        return own(direction, edges)
+    return _tail_masses(pair, direction, edges)
+
+
+def _tail_masses(pair, direction: str, edges: np.ndarray):
+    """_bucket_masses as differences of the pair's log tails (whichever tail is smaller)."""
+    return masses_from_tails(*pair.log_tails(direction, edges))
+
+
+def masses_from_tails(p_above, p_below, q_above, q_below):
+    """(log P_k, log Q_k, log P(L ≤ e_0), log P(L > e_last)) from log tails at the edges."""
     use_upper = p_above[:-1] < math.log(0.5)
     log_p = np.where(use_upper, _log_diff(p_above[:-1], p_above[1:]),
                      _log_diff(p_below[1:], p_below[:-1]))

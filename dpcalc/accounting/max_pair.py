@@ -67,6 +67,23 @@ class DiscretePair:
         q_suffix, q_prefix = self._log_cumulative(log_q)
         return p_suffix[split], p_prefix[split], q_suffix[split], q_prefix[split]
 
+    def log_bucket_masses(self, direction: str, edges) -> tuple:
+        """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]] as log-sums of their
+        own cells (no differences of tails), and the end tails."""
+        log_p, log_q, loss = self._sorted(direction)
+        edges = np.asarray(edges, dtype=float)
+        split = np.searchsorted(loss, edges, side="right")  # cells with loss ≤ e: [0, split)
+        starts, ends = split[:-1], split[1:]
+        held = np.flatnonzero(ends > starts)  # buckets holding cells: adjacent in the order
+        out = [np.full(starts.size, -np.inf), np.full(starts.size, -np.inf)]
+        if held.size:
+            bounds = np.append(starts[held], ends[held[-1]])
+            for target, masses in zip(out, (log_p, log_q)):
+                padded = np.append(masses, -np.inf)  # reduceat needs an index past the end
+                target[held] = np.logaddexp.reduceat(padded, bounds)[:-1]
+        tails = self.log_tails(direction, edges[[0, -1]])
+        return out[0], out[1], float(tails[1][0]), float(tails[0][1])
+
     def loss_range(self, direction: str, half_width: float = 0.0) -> tuple[float, float]:
         """The smallest and largest finite losses (±∞ cells fall outside, as tails)."""
         loss = self._loss if direction == REMOVE else -self._loss

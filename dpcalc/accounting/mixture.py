@@ -204,6 +204,27 @@ class GaussianMixturePair:
             mixture_upper = np.logaddexp(mixture_upper, math.log(self.dropped))
         return gauss_lower, gauss_upper, mixture_lower, mixture_upper
 
+    def log_bucket_masses(self, direction: str, edges: np.ndarray):
+        """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]], and log P(L ≤ e_0),
+        log P(L > e_last): each bucket's output interval between neighbouring roots, its
+        normal masses without cancellation (gauss_intervals.py)."""
+        from dpcalc.accounting.gauss_intervals import log_normal_masses
+
+        edges = np.asarray(edges, dtype=float)
+        if direction == REMOVE:  # L = g(x) > e ⟺ x > g⁻¹(e): bucket (x_k, x_{k+1}]
+            roots = self.inverse_loss(edges)
+            lower_ends, upper_ends = roots[:-1], roots[1:]
+        else:  # L = −g(x) > e ⟺ x < g⁻¹(−e): bucket [x_{k+1}, x_k)
+            roots = self.inverse_loss(-edges)
+            lower_ends, upper_ends = roots[1:], roots[:-1]
+        sigma = self.noise_multiplier
+        parts = np.array([log_normal_masses(lower_ends, upper_ends, shift, sigma)
+                          for shift in self.shifts])
+        mixture, gaussian = self._log_mixture(parts), parts[0]
+        tails = self.log_tails(direction, edges[[0, -1]])
+        log_p, log_q = (mixture, gaussian) if direction == REMOVE else (gaussian, mixture)
+        return log_p, log_q, float(tails[1][0]), float(tails[0][1])
+
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         """Loss values at the ends of the output window [−Kσ, k + Kσ] (K = half_width)."""
         sigma = self.noise_multiplier

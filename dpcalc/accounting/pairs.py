@@ -122,6 +122,25 @@ class ReplaceOnePair:
             tails.append(np.logaddexp(self._log_alpha + zero_below, log_rate + below))
         return tuple(tails)
 
+    def log_bucket_masses(self, direction: str, edges) -> tuple:
+        """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]] (L is increasing in
+        x: the output interval between neighbouring roots, gauss_intervals.py) and the end
+        tails log P(L ≤ e_0), log P(L > e_last)."""
+        from dpcalc.accounting.gauss_intervals import log_normal_masses
+
+        if direction != REPLACE:
+            raise ValueError(f"direction must be {REPLACE!r}")
+        edges = np.asarray(edges, dtype=float)
+        roots = self.inverse_loss(edges)
+        sigma, rate = self.noise_multiplier, self.sampling_rate
+        centre = log_normal_masses(roots[:-1], roots[1:], 0.0, sigma)
+        masses = []
+        for shift in (1.0, -1.0):  # P: the record's gradient at +1; Q: at −1
+            own = log_normal_masses(roots[:-1], roots[1:], shift, sigma)
+            masses.append(np.logaddexp(self._log_alpha + centre, math.log(rate) + own))
+        tails = self.log_tails(REPLACE, edges[[0, -1]])
+        return masses[0], masses[1], float(tails[1][0]), float(tails[0][1])
+
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         top = float(self.loss(1.0 + half_width * self.noise_multiplier)[0])
         return -top, top
@@ -194,6 +213,30 @@ class SplicedPair:
             out[negative] = mirrored
         return tuple(tails)
 
+    def log_bucket_masses(self, direction: str, edges) -> tuple:
+        """Bucket masses from the halves' own (discretise._bucket_masses): buckets above 0
+        are the upper half's, buckets below 0 the mirrored half's reflected (P and Q
+        swapped); a bucket holding 0 (the atom) comes from the tails, where the atom keeps
+        its mass large against the tails' rounding."""
+        from dpcalc.accounting.discretise import _bucket_masses, masses_from_tails
+
+        top, bottom = self._halves(direction)
+        edges = np.asarray(edges, dtype=float)
+        log_p, log_q, below, above = masses_from_tails(
+            *SplicedPair.log_tails(self, direction, edges))
+        upper = edges[:-1] >= 0  # buckets (e_k, e_{k+1}] with e_k ≥ 0
+        if np.count_nonzero(upper):
+            first = int(np.flatnonzero(upper)[0])
+            own_p, own_q, _, _ = _bucket_masses(top, REMOVE, edges[first:])
+            log_p[first:], log_q[first:] = own_p, own_q
+        # buckets with e_{k+1} < 0 (a bucket ending at 0 holds the atom): the mirrored half's
+        lower = edges[1:] < 0
+        if np.count_nonzero(lower):
+            last = int(np.flatnonzero(lower)[-1]) + 2  # edges[:last] end below 0
+            mirrored_p, mirrored_q, _, _ = _bucket_masses(bottom, REMOVE, -edges[:last][::-1])
+            log_p[:last - 1], log_q[:last - 1] = mirrored_q[::-1], mirrored_p[::-1]
+        return log_p, log_q, below, above
+
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         top, bottom = self._halves(direction)
         return -bottom.loss_range(REMOVE, half_width)[1], top.loss_range(REMOVE, half_width)[1]
@@ -228,6 +271,11 @@ class SymmetrisedPair(SplicedPair):
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         return super().loss_range(REMOVE, half_width)
+
+    def log_bucket_masses(self, direction: str, edges) -> tuple:
+        if direction != REPLACE:
+            raise ValueError(f"direction must be {REPLACE!r}")
+        return super().log_bucket_masses(REMOVE, edges)
 
     def loss_moments(self, direction: str) -> tuple[float, float]:
         """Mean and standard deviation of the symmetrised loss under P (trapezoid rule)."""

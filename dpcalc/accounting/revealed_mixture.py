@@ -91,6 +91,24 @@ class RevealedMixturePair:
             return tuple(part[0] for part in parts)
         return tuple(_logsumexp(part) for part in parts)
 
+    def log_bucket_masses(self, direction: str, edges) -> tuple:
+        """The weighted log-sum of the branches' bucket masses and end tails (each branch's
+        as discretise._bucket_masses takes them)."""
+        from dpcalc.accounting.discretise import _bucket_masses
+
+        items = self._items(direction)
+        parts = [[] for _ in range(4)]
+        for weight, pair, pair_direction in items:
+            log_weight = math.log(weight)
+            for index, value in enumerate(_bucket_masses(pair, pair_direction, edges)):
+                parts[index].append(log_weight + np.asarray(value, dtype=float))
+        if len(items) == 1:
+            masses = tuple(part[0] for part in parts)
+        else:
+            masses = tuple(_logsumexp(part) for part in parts)
+        return (masses[0], masses[1], float(np.ravel(masses[2])[0]),
+                float(np.ravel(masses[3])[0]))
+
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         """The union of the branches' loss windows."""
         ranges = [pair.loss_range(pair_direction, half_width)

@@ -171,6 +171,38 @@ class DisplacedNullPair:
         # (Q*, P*), M = −L: M > e ⟺ L < −e (L has no atoms)
         return q_below, q_above, p_below, p_above
 
+    def log_bucket_masses(self, direction: str, edges) -> tuple:
+        """log P_k, log Q_k of the loss buckets (edges[k], edges[k+1]] and the end tails:
+        {L > a} \\ {L > b} (a < b the bucket's ends in L) is [x₋(b), x₋(a)) ∪ (x₊(a), x₊(b)],
+        or [x₋(b), x₊(b)] where every x has L > a; each interval's normal masses without
+        cancellation (gauss_intervals.py)."""
+        from dpcalc.accounting.gauss_intervals import log_normal_masses
+
+        _check_direction(direction)
+        edges = np.asarray(edges, dtype=float)
+        # 'add' reads (Q*, P*) with M = −L: M ∈ (e_k, e_{k+1}] ⟺ L ∈ [−e_{k+1}, −e_k)
+        values = edges if direction == REMOVE else -edges[::-1]
+        x_minus, x_plus = self._roots(values)
+        left_low, left_high = x_minus[1:], x_minus[:-1]
+        right_low, right_high = x_plus[:-1], x_plus[1:]
+        everywhere = np.isposinf(x_minus[:-1])  # L > a for every x
+        left_high = np.where(everywhere, x_plus[1:], left_high)
+        right_low = np.where(everywhere, np.inf, right_low)
+        masses = []
+        for shift in (2.0, 1.0):  # P*: the record's +C displaces −C; Q*: the null record
+            parts = []
+            for weight, centre in ((self._alpha, 0.0), (self.sampling_rate, shift)):
+                if weight <= 0.0:
+                    continue
+                inside = np.logaddexp(
+                    log_normal_masses(left_low, left_high, centre, self.noise_multiplier),
+                    log_normal_masses(right_low, right_high, centre, self.noise_multiplier))
+                parts.append(math.log(weight) + inside)
+            masses.append(np.logaddexp.reduce(parts, axis=0))
+        tails = self.log_tails(direction, edges[[0, -1]])
+        log_p, log_q = masses if direction == REMOVE else (masses[1][::-1], masses[0][::-1])
+        return log_p, log_q, float(tails[1][0]), float(tails[0][1])
+
     def _window(self, half_width: float) -> np.ndarray:
         sigma = self.noise_multiplier
         return np.linspace(-half_width * sigma, 2.0 + half_width * sigma, 2001)
