@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 from dpcalc.accounting import special_functions as special
+from dpcalc.accounting.gauss_intervals import erfcx_gap
 
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_delta, check_nonnegative, check_positive
@@ -63,76 +64,6 @@ def _check_epsilon_values(epsilon) -> np.ndarray:
 
 
 
-# ------------------------------------------------------------------ erfcx differences
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_SERIES_STEP = 1e-3  # below this step, erfcx(u) − erfcx(u + h) comes from its Taylor series
-
-
-def _minus_erfcx_slope(u: np.ndarray) -> np.ndarray:
-    """−erfcx′(u) = 2/√π − 2u·erfcx(u) > 0 for u ≥ 0, without cancellation for large u
-    (asymptotic series (2/√π) Σ_k (−1)^{k+1} (2k−1)!!/(2u²)^k for u ≥ 8)."""
-    u = np.atleast_1d(np.asarray(u, dtype=float))
-    out = _TWO_OVER_SQRT_PI - 2.0 * u * special.erfcx(u)
-    large = u >= 8.0
-    if np.any(large):
-        inverse = 1.0 / (2.0 * u[large] ** 2)
-        term, total = np.ones_like(inverse), np.zeros_like(inverse)
-        for k in range(1, 25):
-            term = term * (2 * k - 1) * inverse
-            total += term if k % 2 else -term
-        out[large] = _TWO_OVER_SQRT_PI * total
-    return out
-
-
-def _erfcx_gap(u: np.ndarray, step: float) -> np.ndarray:
-    """erfcx(u) − erfcx(u + step) for u ≥ 0, step > 0, accurate to ~1e-14 relative.
-
-    A plain difference loses ~1e-16/step relative (the two values nearly cancel); for a
-    small step the Taylor series −Σ_n stepⁿ/n! f⁽ⁿ⁾(u) is summed instead, with f = erfcx,
-    f′ = 2uf − 2/√π and f⁽ⁿ⁾ = 2(n−1)f⁽ⁿ⁻²⁾ + 2u f⁽ⁿ⁻¹⁾.
-    """
-    u = np.atleast_1d(np.asarray(u, dtype=float))
-    if step >= _SERIES_STEP:
-        return special.erfcx(u) - special.erfcx(u + step)
-    large = u >= 8.0
-    if np.all(large):
-        return _erfcx_gap_asymptotic(u, step)
-    if np.any(large):
-        out = np.empty_like(u)
-        out[large] = _erfcx_gap_asymptotic(u[large], step)
-        out[~large] = _erfcx_gap(u[~large], step)
-        return out
-    previous, current = special.erfcx(u), -_minus_erfcx_slope(u)  # f, f′
-    coefficient = step
-    gap = -coefficient * current
-    for n in range(2, 40):
-        previous, current = current, 2.0 * (n - 1) * previous + 2.0 * u * current
-        coefficient *= step / n
-        term = -coefficient * current
-        gap = gap + term
-        if np.all(np.abs(term) <= 1e-17 * np.abs(gap)):
-            break
-    return gap
-
-
-def _erfcx_gap_asymptotic(u: np.ndarray, step: float) -> np.ndarray:
-    """erfcx(u) − erfcx(u + step) for u ≥ 8 from the asymptotic series
-    erfcx(u) = (1/(u√π)) Σ_k (−1)^k (2k − 1)!!/(2u²)^k, term by term: each difference
-    u^{−m} − (u + s)^{−m} = u^{−m}·(−expm1(−m·log1p(s/u))) keeps its relative accuracy.
-    At u ≥ 8 the terms fall below 1e-17 of the first well before the series diverges."""
-    ratio = np.log1p(step / u)
-    total = np.zeros_like(u)
-    coefficient = 1.0 / math.sqrt(math.pi)  # (−1)^k (2k − 1)!!/2^k / √π
-    for k in range(0, 30):
-        power = 2 * k + 1
-        term = coefficient * u ** (-power) * -np.expm1(-power * ratio)
-        total = total + term
-        if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
-            break
-        coefficient *= -(2 * k + 1) / 2.0
-    return total
-
-
 # ------------------------------------------------------------------ privacy profile
 def _log_delta_nonnegative(epsilon: float, mu: float) -> float:
     """ln δ(ε) of μ-GDP for one ε ≥ 0 (scalar fast path, used by the solvers).
@@ -149,7 +80,7 @@ def _log_delta_nonnegative(epsilon: float, mu: float) -> float:
     if a < 0.0:
         # Tail: δ = ½ e^{−a²/2} [erfcx(−a/√2) − erfcx(−b/√2)], both arguments > 0 and
         # −b/√2 = −a/√2 + μ/√2: the difference is taken without cancellation.
-        gap = float(_erfcx_gap(-a / _SQRT2, mu / _SQRT2)[0])
+        gap = float(erfcx_gap(-a / _SQRT2, mu / _SQRT2)[0])
         if not gap > 0.0:
             return -math.inf
         return -0.5 * a * a + math.log(gap) - math.log(2.0)  # (0.5·gap may underflow)
@@ -177,7 +108,7 @@ def _delta_nonnegative_array(epsilon: np.ndarray, mu: float) -> np.ndarray:
         tail = a < 0.0
         small = ~tail & (epsilon < 1.0)
         large = ~tail & ~small
-        gap = _erfcx_gap(-a[tail] / _SQRT2, mu / _SQRT2)
+        gap = erfcx_gap(-a[tail] / _SQRT2, mu / _SQRT2)
         out[tail] = np.where(gap > 0.0, np.exp(np.log(0.5 * np.maximum(gap, 0.0)) - 0.5 * a[tail] ** 2), 0.0)
         out[small] = 0.5 * (special.erf(a[small] / _SQRT2) + special.erf(x_b[small])) - np.expm1(
             epsilon[small]
