@@ -27,10 +27,11 @@ def _tilted_moments(support, theta: float) -> tuple[float, float]:
 def saddle_tilt(plds_with_steps, target: float) -> float:
     """θ ≥ 0 whose tilted composition has mean ``target`` (Λ'(θ) = target).
 
-    Λ'(θ) = Σ T·E_θ[L] is increasing (Λ is convex), with slope Σ T·Var_θ[L]: Newton steps
-    kept inside a bracket, bisection when a step leaves it; a dozen evaluations at most
-    where 60 bisections were used before. Any θ ≥ 0 gives valid bounds: the tilt only
-    decides where the composition is accurate."""
+    Λ'(θ) = Σ T·E_θ[L] is increasing (Λ is convex), with slope Λ''(θ) = Σ T·Var_θ[L]. A
+    PLD's tilted mean grows roughly exponentially in θ, so plain Newton from above crawls
+    (~20 steps); Newton on ln Λ' (step (ln Λ' − ln target)·Λ'/Λ'') takes a handful. Steps
+    stay inside the bracket, bisection when one leaves it. Any θ ≥ 0 gives valid bounds: the
+    tilt only decides where the composition is accurate."""
     supports = []
     for pld, steps in plds_with_steps:
         keep = pld.pmf > 0
@@ -55,8 +56,14 @@ def saddle_tilt(plds_with_steps, target: float) -> float:
             low = theta
         else:
             high = theta
-        step = theta - value / slope if slope > 0.0 else math.inf
-        if high is None:  # not bracketed yet: Newton from below, at least doubling
+        mean = value + target
+        if not slope > 0.0:
+            step = math.inf
+        elif mean > 0.0 and target > 0.0:
+            step = theta - math.log(mean / target) * mean / slope
+        else:
+            step = theta - value / slope
+        if high is None:  # not bracketed yet: at least doubling
             theta = max(step, 2.0 * theta) if math.isfinite(step) else 4.0 * theta
             if theta > 1e8:
                 return low
