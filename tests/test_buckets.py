@@ -269,3 +269,23 @@ def test_saddle_tilt_solves_the_tilted_mean_in_few_evaluations(q, sigma, steps, 
     assert theta > 0.0
     assert tilted_mean == pytest.approx(target, rel=1e-8)
     assert len(calls) <= 12
+
+
+def test_tilted_lower_composition_skipped_only_where_its_twin_did_not_fit(monkeypatch):
+    """q = 1e-6, σ = 0.3, T = 1e7, δ = 1e-12: the tilted upper composition needs ~2.1M
+    points, more than its pass allows, so its twin (the lower one, same PLD rounded the other
+    way) is not attempted; the bounds are those of the run that attempts both."""
+    from dpcalc.accounting import buckets
+
+    attempts = []
+    original = buckets.compose_tilted
+    monkeypatch.setattr(buckets, "compose_tilted",
+                        lambda *args, **kwargs: attempts.append(args[0]) or original(*args, **kwargs))
+    schedule = Schedule.single(1e-6, 0.3, 10_000_000)
+    skipping = PrivacyBucketsAccountant().epsilon(schedule, 1e-12)
+    skipped_attempts = len(attempts)
+    attempts.clear()
+    monkeypatch.setattr(buckets, "_TWIN_WINDOW_MARGIN", math.inf)
+    both = PrivacyBucketsAccountant().epsilon(schedule, 1e-12)
+    assert skipped_attempts < len(attempts)
+    assert (skipping.epsilon, skipping.epsilon_lower) == (both.epsilon, both.epsilon_lower)

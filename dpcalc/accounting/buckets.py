@@ -108,6 +108,11 @@ def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: flo
     return upper, lower, step, points, (upper_steps, lower_steps, slack), estimate
 
 
+# A tilted lower composition is skipped where the upper one needed this many times the
+# points allowed (the two windows differ by well under 1%).
+_TWIN_WINDOW_MARGIN = 1.1
+
+
 def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float,
                              upper: float, lower: float, target: float,
                              max_points: int = MAX_FFT_POINTS, windows: dict | None = None,
@@ -134,6 +139,13 @@ def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: floa
     # The lower composition is read at raw = ε + slack (the slack only shifts the result),
     # so its window guarantee must hold from valid_from + slack on.
     lower_valid_from = valid_from + slack
+    upper_needed = windows.get(UPPER, 0) if UPPER in bounds else 0
+    if LOWER in bounds and upper_needed > _TWIN_WINDOW_MARGIN * max_points:
+        # The lower composition is the same one-step PLD rounded the other way: its window
+        # is the upper one's to a fraction of a percent, so it would not fit either. Its
+        # size is recorded as the upper one's (a deferred pass recomputes it).
+        windows[LOWER] = upper_needed
+        return upper, lower
     if LOWER in bounds:
         try:
             theta = saddle_tilt(lower_steps, target + slack)
