@@ -290,32 +290,79 @@ def test_contained_rate_is_the_enumerated_chance_of_being_in_the_cut_batch(size,
     assert found == pytest.approx(exact, rel=1e-8)
 
 
+def _enumerated_instance(size: int, rate: float, cap: int, adjacency: str, others: float):
+    """(P, Q) step mixtures of the explicit run with the other records' gradients
+    ``others``, the record's +C (replace-one: −C against it; zero-out: the null record),
+    by exact enumeration of the batches (tests/brute_force.py)."""
+    from tests.brute_force import step_mixture
+
+    gradients = [others] * (size - 1) + [1.0]
+    other = {"add-remove": None, "replace-one": -1.0, "zero-out": 0.0}[adjacency]
+    p_mix = step_mixture(gradients, "truncated-poisson", rate, cap=cap)
+    neighbour = gradients[:-1] if other is None else gradients[:-1] + [other]
+    return p_mix, step_mixture(neighbour, "truncated-poisson", rate, cap=cap)
+
+
 @pytest.mark.parametrize("adjacency", ["add-remove", "replace-one", "zero-out"])
-@pytest.mark.parametrize("rate,cap,steps", [(0.5, 1, 1), (0.5, 2, 2), (1 / 3, 2, 2)])
+@pytest.mark.parametrize("rate,cap,steps", [(0.5, 1, 1), (0.5, 2, 2), (1 / 3, 2, 2), (0.2, 2, 3)])
 def test_lower_bound_is_below_the_enumerated_instance(adjacency, rate, cap, steps):
     """pb's certified lower ε for truncated Poisson is at most the ε of an explicit run of
-    the sampler (N = 6, others' gradients 0, the record at +C; replace-one: −C against +C;
+    the sampler (N = 6): the run with other gradients 0, or, where most batches are cut, the
+    displaced run with other gradients −C (the record +C; replace-one: −C against it;
     zero-out: the null record), whose δ is bounded from below by exact enumeration of the
     batches and interval masses (tests/brute_force.py). Before the fix pb reported the
     dominating pair's lower bound, which is not one for the sampler."""
-    from tests.brute_force import hockey_stick_lower, step_mixture
+    from dpcalc.accounting.lower_instances import displaced_run
+    from tests.brute_force import hockey_stick_lower
 
     size, sigma = 6, 1.0
     phase = Phase(rate, sigma, steps, "truncated-poisson", adjacency, None, size, cap)
     result = _pb(Schedule((phase,)), 1e-3)
-    gradients = [0.0] * (size - 1) + [1.0]
-    other = {"add-remove": None, "replace-one": -1.0, "zero-out": 0.0}[adjacency]
-    p_mix = step_mixture(gradients, "truncated-poisson", rate, cap=cap)
-    if other is None:  # x removed: the other N − 1 records
-        q_mix = step_mixture(gradients[:-1], "truncated-poisson", rate, cap=cap)
-    else:
-        q_mix = step_mixture(gradients[:-1] + [other], "truncated-poisson", rate, cap=cap)
-    reached = max(hockey_stick_lower(p_mix, q_mix, sigma, steps, [result.epsilon_lower])[0],
-                  hockey_stick_lower(q_mix, p_mix, sigma, steps, [result.epsilon_lower])[0])
-    # δ_true(ε_lower) ≥ reached ≥ δ: the instance's ε is at least pb's lower bound
+    reached = 0.0
+    for others in (0.0, -1.0):
+        p_mix, q_mix = _enumerated_instance(size, rate, cap, adjacency, others)
+        reached = max(reached, *(hockey_stick_lower(first, second, sigma, steps,
+                                                    [result.epsilon_lower], cells=6000)[0]
+                                 for first, second in ((p_mix, q_mix), (q_mix, p_mix))))
+    # δ_true(ε_lower) ≥ reached ≥ δ for one of the runs: its ε is at least pb's lower bound
     assert reached >= 1e-3, (result.epsilon_lower, reached)
     assert 0.0 < result.epsilon_lower <= result.epsilon
     assert any("explicit run" in note for note in result.notes)
+    # the displaced run is used exactly where most batches are cut (P(K ≥ M) ≥ 1/2)
+    cut_share = truncation(size - 1, rate, cap).weight
+    assert (displaced_run(Schedule((phase,))) is not None) == (cut_share >= 0.5)
+
+
+@pytest.mark.parametrize("adjacency", ["add-remove", "replace-one", "zero-out"])
+@pytest.mark.parametrize("size,rate,cap", [(6, 0.5, 2), (7, 0.4, 1), (6, 1.0, 3), (8, 0.6, 3)])
+def test_displaced_run_mixtures_match_enumeration(size, rate, cap, adjacency):
+    """The displaced run's one-step output mixtures (truncated_instance._mixtures, derived
+    in its module doc) equal those of exact enumeration of the truncated batches with other
+    gradients −C."""
+    from dpcalc.accounting.truncated_instance import _merge, _mixtures
+
+    derived = [_merge(*mixture) for mixture in _mixtures(size - 1, rate, cap, adjacency)]
+    enumerated = _enumerated_instance(size, rate, cap, adjacency, -1.0)
+    for (positions, log_weights), (means, weights) in zip(derived, enumerated):
+        kept = weights > 1e-300
+        np.testing.assert_array_equal(positions, means[kept])
+        np.testing.assert_allclose(np.exp(log_weights), weights[kept], rtol=1e-12)
+
+
+@pytest.mark.parametrize("adjacency", ["add-remove", "replace-one", "zero-out"])
+def test_displaced_run_raises_the_lower_bound_where_most_batches_are_cut(adjacency):
+    """B = 600 of 60 000, M = 540, σ = 4, T = 10 000: the run with other gradients 0 gave
+    [0.843, …] under add/remove against an upper bound of 1.92; the displaced run lifts the
+    lower bound (measured 1.86 add/remove, 1.87 replace-one, 0.934 zero-out), and it stays
+    below the upper bound and below the fixed-size add/remove value (cuts to 540 of ~600)."""
+    schedule = Schedule((Phase(None, 4.0, 10_000, "truncated-poisson", adjacency, 600, 60_000,
+                               540),))
+    result = _pb(schedule)
+    before = {"add-remove": 0.8433, "replace-one": 1.772, "zero-out": 0.8433}[adjacency]
+    assert result.epsilon_lower > before * 1.05
+    assert result.epsilon_lower <= result.epsilon
+    fixed = _pb(Schedule((Phase(None, 4.0, 10_000, "fixed", "add-remove", 600, 60_000),)))
+    assert result.epsilon_lower <= fixed.epsilon
 
 
 def test_lower_bound_of_a_rarely_cut_run_is_near_poisson_and_the_gap_is_explained():

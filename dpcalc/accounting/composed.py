@@ -175,15 +175,23 @@ def composed_directions(schedule, failure: float, grid_step: float | None = None
     # profiles are below the pair's, whose upper profiles bound every direction's.
     run = composed_phases(schedule_phases(schedule), failure, grid_step, smallest_delta,
                           lower=False)
-    known = composed_phases(found[0], failure, grid_step, smallest_delta,
-                            upper=False)
+    from dpcalc.accounting.lower_instances import displaced_run
+
     directions, reverse = dict(run.directions), dict(run.reverse)
-    for name, profiles in known.directions.items():
-        directions[f"instance {name}"] = replace(profiles, direction=f"instance {name}")
-        reverse[f"instance {name}"] = f"instance {known.reverse[name]}"
-    return replace(run, directions=directions, reverse=reverse, slack=known.slack,
-                   fft_points=max(run.fft_points, known.fft_points),
-                   sources=(*run.sources, *found[1]))
+    runs = [("instance", found[0])]
+    displaced = displaced_run(schedule)  # truncated Poisson, mostly cut: a second run
+    if displaced is not None:
+        runs.append(("displaced instance", displaced))
+    fft_points, slack = run.fft_points, None
+    for label, phases in runs:
+        known = composed_phases(phases, failure, grid_step, smallest_delta, upper=False)
+        for name, profiles in known.directions.items():
+            directions[f"{label} {name}"] = replace(profiles, direction=f"{label} {name}")
+            reverse[f"{label} {name}"] = f"{label} {known.reverse[name]}"
+        fft_points = max(fft_points, known.fft_points)
+        slack = known.slack if slack is None else max(slack, known.slack)
+    return replace(run, directions=directions, reverse=reverse, slack=slack,
+                   fft_points=fft_points, sources=(*run.sources, *found[1]))
 
 
 def _no_lower(_failure: float = 0.0) -> ProfileCurve:

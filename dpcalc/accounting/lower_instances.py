@@ -20,7 +20,10 @@ pair; the interval then also holds the gap between the two, and the result says 
   gradient −C, the record +C against the null record: ((1 − γ)N(0) + γN(2C),
   (1 − γ)N(0) + γN(C)) (zero_out_pairs.DisplacedNullPair), both orders.
 * truncated-poisson: truncated.py (:func:`truncated.contained_rate`): other gradients 0,
-  the record in the cut batch with probability q_in, the Poisson pair at q_in.
+  the record in the cut batch with probability q_in, the Poisson pair at q_in; and where
+  most batches are cut, a second run (:func:`displaced_run`, truncated_instance.py): other
+  gradients −C, which the record displaces. Each is attained, so the larger of their
+  certified lower bounds is one.
 """
 from __future__ import annotations
 
@@ -37,8 +40,10 @@ from dpcalc.accounting.zero_out_pairs import DisplacedNullPair
 TRUNCATED_NOTE = ("truncated Poisson: the upper bound is the dominating pair's (it reveals "
                   "whether at least M others were drawn; Ganesh 2025); the certified lower "
                   "bound is an explicit run's (other gradients 0: the record is in the cut "
-                  "batch with probability q·E[min(1, M/(K+1))]), so the interval also holds "
-                  "the gap between the two, which a finer grid does not close")
+                  "batch with probability q·E[min(1, M/(K+1))]; where most batches are cut, "
+                  "also other gradients −C, which the record displaces: the larger of the "
+                  "two), so the interval also holds the gap between the two, which a finer "
+                  "grid does not close")
 FIXED_REPLACE_NOTE = ("fixed-size, replace-one: the upper bound composes the symmetrised pair "
                       "(tight for one step; Dong, Roth, Su 2022 Thm 4.2); the certified lower "
                       "bound is an explicit run's (other gradients −C, the record +C against "
@@ -101,3 +106,21 @@ def lower_instance(schedule: Schedule) -> tuple[list, tuple[str, ...]] | None:
         return None
     aligned = align_directions(pairs, BASE_DIRECTION)
     return [(pair, phase.steps) for pair, phase in zip(aligned, schedule.phases)], tuple(notes)
+
+
+def displaced_run(schedule: Schedule) -> list | None:
+    """The (pair, steps) of truncated Poisson's displaced run (truncated_instance.py) for a
+    schedule whose phases are all truncated Poisson with most batches cut (gradients may
+    change from phase to phase; the neighbouring datasets do not); None otherwise."""
+    if any(phase.sampling != TRUNCATED_POISSON for phase in schedule.phases):
+        return None
+    from dpcalc.accounting.truncated_instance import displaced_pair
+
+    run = []
+    for phase in schedule.phases:
+        pair = displaced_pair(phase.dataset_size, phase.sampling_rate, phase.max_batch_size,
+                              phase.noise_multiplier, phase.adjacency)
+        if pair is None:
+            return None
+        run.append((pair, phase.steps))
+    return run

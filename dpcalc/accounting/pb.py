@@ -18,7 +18,7 @@ from dpcalc.accounting.epoch_samplers import (epoch_bounds, epoch_delta_bounds, 
 from dpcalc.accounting.result import EpsilonResult
 from dpcalc.accounting.samplers import EPOCH_MODELS
 from dpcalc.accounting.schedule import Schedule
-from dpcalc.accounting.lower_instances import INSTANCE_NOTES, lower_instance
+from dpcalc.accounting.lower_instances import INSTANCE_NOTES, displaced_run, lower_instance
 from dpcalc.accounting.worst_case import worst_case
 from dpcalc.params import check_nonnegative, check_positive
 
@@ -27,6 +27,14 @@ def _model_notes(schedule: Schedule) -> tuple[str, ...]:
     """What the bounds are bounds of, where that is not simply the sampler's ε."""
     found = lower_instance(schedule)
     return () if found is None else found[1]
+
+
+def _explicit_runs(schedule: Schedule, found) -> list:
+    """The attained runs whose certified lower bounds hold for ``schedule`` (each one's is;
+    the largest is reported): lower_instance's, and truncated Poisson's displaced run
+    where its batches are mostly cut."""
+    displaced = displaced_run(schedule)
+    return [found[0]] if displaced is None else [found[0], displaced]
 
 
 def _gap_note(upper: float, lower: float, tolerance: float, converged: bool,
@@ -87,8 +95,8 @@ class PrivacyBucketsAccountant(Accountant):
                                 epsilon_hint=rdp)
         found = lower_instance(schedule)
         if found is not None:  # the pairs are not attained: the lower bound of an explicit run
-            lower = epsilon_bounds(found[0], delta, self.tolerance,
-                                   self.grid_step).lower
+            lower = max(epsilon_bounds(run, delta, self.tolerance, self.grid_step).lower
+                        for run in _explicit_runs(schedule, found))
             check_consistent(bounds.upper, lower, "ε (explicit run)")
             bounds = replace(bounds, lower=lower, by_direction={
                 direction: (upper, 0.0) for direction, (upper, _) in bounds.by_direction.items()})
@@ -160,6 +168,7 @@ class PrivacyBucketsAccountant(Accountant):
         found = lower_instance(schedule)
         if found is None:
             return bounds.upper, bounds.lower, (), {}
-        lower = delta_bounds(found[0], epsilon, self.grid_step).lower
+        lower = max(delta_bounds(run, epsilon, self.grid_step).lower
+                    for run in _explicit_runs(schedule, found))
         check_consistent(bounds.upper, lower, "δ (explicit run)")
         return bounds.upper, lower, found[1], {}
