@@ -415,3 +415,30 @@ def test_mixed_replace_one_schedule_keeps_one_adjacency_in_its_lower_run():
     assert FIXED_REPLACE_MIXED_NOTE in result.notes
     upper, lower, notes, _ = get_accountant("pb").delta_bounds(schedule, 1.0)
     assert 0.0 <= lower <= upper and FIXED_REPLACE_MIXED_NOTE in notes
+
+
+def test_displaced_run_weights_keep_their_relative_accuracy_at_large_n():
+    """The mixture weights at n = 59 999 against mpmath: within 1e-12 relative (scipy's
+    binom.logpmf alone was off by ~1e-10 there; an independent review measured it)."""
+    import mpmath as mp
+
+    from dpcalc.accounting.truncated_instance import _mixtures
+
+    others, rate, cap = 59_999, 0.01, 540
+    (positions, log_weights), _ = _mixtures(others, rate, cap, "add-remove")
+    with mp.workdps(40):
+        for count in (400, 500, 539):
+            exact = (mp.binomial(others, count) * mp.mpf(rate) ** count
+                     * (1 - mp.mpf(rate)) ** (others - count) * (1 - mp.mpf(rate)))
+            got = math.exp(log_weights[count])  # x not drawn, K = count: position −count
+            assert positions[count] == -count
+            assert abs(got - float(exact)) <= 1e-12 * float(exact)
+
+
+def test_displaced_run_needs_one_dataset_size():
+    from dpcalc.accounting.lower_instances import displaced_run
+
+    first = Phase(0.6, 1.0, 2, "truncated-poisson", "add-remove", None, 6, 2)
+    assert displaced_run(Schedule((first, first))) is not None
+    other = Phase(0.6, 1.0, 2, "truncated-poisson", "add-remove", None, 50, 20)
+    assert displaced_run(Schedule((first, other))) is None

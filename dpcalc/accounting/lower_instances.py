@@ -112,8 +112,9 @@ def displaced_run(schedule: Schedule) -> list | None:
     """The (pair, steps) of truncated Poisson's displaced run (truncated_instance.py) for a
     schedule whose phases are all truncated Poisson with most batches cut (gradients may
     change from phase to phase; the neighbouring datasets do not); None otherwise."""
-    if any(phase.sampling != TRUNCATED_POISSON for phase in schedule.phases):
-        return None
+    if (any(phase.sampling != TRUNCATED_POISSON for phase in schedule.phases)
+            or len({phase.dataset_size for phase in schedule.phases}) > 1):
+        return None  # (phases of different N: no one pair of datasets runs them all)
     from dpcalc.accounting.truncated_instance import displaced_pair
 
     run = []

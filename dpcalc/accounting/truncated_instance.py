@@ -54,7 +54,13 @@ def _mixtures(others: int, rate: float, cap: int, adjacency: str):
 
     cut = truncation(others, rate, cap)
     counts = np.arange(min(cap, others + 1))
-    log_binomial = binom.logpmf(counts, others, rate)
+    # ln b(K): scipy's pmf keeps ~1e-14 relative where its logpmf loses ~1e-10 at n ~ 6e4
+    # (gammaln differences; an independent review measured it, mpmath); logpmf only where
+    # the pmf underflows (weights below 1e-290, far below any δ)
+    with np.errstate(divide="ignore"):
+        log_binomial = np.log(binom.pmf(counts, others, rate))
+    tiny = ~(log_binomial > math.log(1e-290))
+    log_binomial[tiny] = binom.logpmf(counts[tiny], others, rate)
     log_kept = (math.log(cap) + float(binom.logsf(cap, others + 1, rate)) - math.log(others + 1)
                 if cut.weight > 0.0 else -math.inf)
     log_lump = float(binom.logsf(cap - 1, others, rate)) if cut.weight > 0.0 else -math.inf
