@@ -61,7 +61,12 @@ def main() -> None:
         seconds = median_wall(DPCALC + args, max(1, repeats // 2) if "1 000" in label else repeats)
         print(f"  {label:58s} {seconds:7.3f} s  {seconds / floor:5.1f}× floor (target {target})")
 
-    print("\nin process: one curve against the point-by-point loop (pb, both bounds per point)")
+    # In process as in the `dpcalc` command, which keeps freed temporaries for reuse
+    # (dpcalc/cli/allocator.py): it applies to the reference and the measured call alike.
+    from dpcalc.cli.allocator import keep_freed_memory
+    tuned = keep_freed_memory()
+    print(f"\nin process (allocator as in the dpcalc command: {'set' if tuned else 'not available'}): "
+          "one curve against the point-by-point loop (pb, both bounds per point)")
     accountant = PrivacyBucketsAccountant()
     for label, q, sigma, counts, delta in [
         ("q=0.01 σ=1, epochs 1..100", 0.01, 1.0, [100 * e for e in range(1, 101)], 1e-5),

@@ -126,8 +126,10 @@ def _quiet_broken_pipe() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: exit 0 ok, 1 budget exceeded, 2 bad input (one line, no traceback)."""
+    from dpcalc.cli.allocator import keep_freed_memory
     from dpcalc.cli.argv_checks import check_repeated_options
 
+    keep_freed_memory()  # a one-shot process: reuse freed temporaries (allocator.py)
     args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(_app_for(args))
     try:
