@@ -229,6 +229,33 @@ def test_spectral_read_out_brackets_the_inverse_transform(q, sigma, bound):
 
 
 @pytest.mark.parametrize("bound", [UPPER, LOWER])
+def test_spectral_read_out_does_not_depend_on_its_hint(bound):
+    """The hint only says where the search starts: none, exact, a few grid points off
+    either side (the one-evaluation window around it), far off or outside the window all
+    give the same ε, and the window is used where the hint is close."""
+    from dpcalc.accounting.curve_compose import Spectral
+
+    checked, near_found = 0, 0
+    for _, item in _compositions(0.01, 1.0, bound, [300, 3000, 20000]):
+        if not isinstance(item, Spectral):
+            continue
+        tail = item.tail
+        for delta in (1e-3, 1e-6, 1e-9):
+            plain = tail.quantile(delta, bound)
+            if plain is None or not math.isfinite(plain):
+                continue
+            step = tail.step
+            for offset in (0, 1, -1, 3, -4, 5, -9, 60, -300, 1e6, -1e6):
+                hinted = tail.quantile(delta, bound, plain + offset * step)
+                assert hinted == plain, (delta, offset, hinted, plain)
+                checked += 1
+            searched = delta + tail.window_mass if bound == LOWER else delta  # as quantile
+            near_found += tail._near_hint(searched, bound, plain, tail.points - 2) is not None
+    assert checked >= 3 * 11
+    assert near_found >= 3  # the window found the crossing next to an exact hint
+
+
+@pytest.mark.parametrize("bound", [UPPER, LOWER])
 def test_tail_quantile_equals_loss_quantile(bound):
     from dpcalc.accounting.tail_readout import tail_quantile
 

@@ -86,6 +86,15 @@ def _read(composition, delta: float, bound: str, points: list, index: int,
     return tail_quantile(composition, delta, bound)
 
 
+def _extrapolated(found: list[tuple[int, float]], count: int) -> float | None:
+    """Where ε at ``count`` steps is likely: the line through the last two (T, ε) found (ε
+    grows with T; a search start only, any value gives the same answer)."""
+    if len(found) < 2:
+        return found[-1][1] if found else None
+    (t0, e0), (t1, e1) = found[-2:]
+    return e1 + (e1 - e0) * (count - t1) / (t1 - t0) if t1 != t0 else e1
+
+
 class _MomentsMemo:
     """The pair, its loss moments computed once per direction (the grid of every T asks)."""
 
@@ -148,14 +157,17 @@ class _Direction:
             chosen = [i for i in group if i in wanted]
             if not chosen:
                 continue
-            hint = None
+            found: list[tuple[int, float]] = []  # (T, ε) read so far: the next search's start
             for position, up in composed_powers(self._pld(number, UPPER), self.steps[chosen],
                                                 tail_mass, span=self.span(number)):
                 index = chosen[position]
-                value = _read(up, self.delta, UPPER, self.points, index, hint=hint)
+                count = int(self.steps[index])
+                value = _read(up, self.delta, UPPER, self.points, index,
+                              hint=_extrapolated(found, count))
                 out[index] = None if value is None else max(0.0, value)
-                hint = value if value is not None and math.isfinite(value) else hint
-                self._near[index] = hint
+                if value is not None and math.isfinite(value):
+                    found.append((count, value))
+                self._near[index] = found[-1][1] if found else None
         return out
 
     def lowers(self, wanted: list[int]) -> dict[int, float | None]:
@@ -170,13 +182,16 @@ class _Direction:
             pld = self._pld(number, LOWER)
             counts = self.steps[chosen]
             slacks = tabulated_slacks(pld, counts, failure).tolist()
-            hint = None
+            hint, below_upper = None, 0.0  # search start; how far below the upper the last was
             for position, low in composed_powers(pld, counts, tail_mass,
                                                  span=self.span(number)):
                 index = chosen[position]
-                hint = self._near.get(index, hint)
+                near = self._near.get(index)
+                hint = hint if near is None else near - below_upper
                 value = _read(low, self.delta + failure, LOWER, self.points, index, self.delta, hint)
-                hint = value if value is not None and math.isfinite(value) else hint
+                if value is not None and math.isfinite(value):
+                    below_upper = 0.0 if near is None else near - value
+                    hint = value
                 # as buckets._direction_bounds: the UNCLAMPED read-out shifted by η
                 out[index] = None if value is None else max(0.0, value - slacks[position])
         return out

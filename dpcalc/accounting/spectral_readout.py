@@ -43,6 +43,7 @@ _PRODUCT_TERMS = 64  # relative error of the series, its products and the sum: (
 # this share of δ: there the inverse transform's per-entry bound is the tighter one.
 _ERROR_SHARE = 1e-4
 _CANDIDATES = 15  # grid points evaluated per narrowing of the bracket
+_NEAR = 4  # grid points each side of a hint, evaluated at once (_near_hint)
 
 
 class SpectralTail:
@@ -147,6 +148,9 @@ class SpectralTail:
         last = self.points - 2
         if last <= 0:
             return None
+        near = self._near_hint(delta, bound, hint, last)
+        if near is not None:
+            return self._solve(near, delta, bound)
         bracket = self._bracket(delta, bound, hint, last)
         if bracket is None:
             return None
@@ -164,6 +168,20 @@ class SpectralTail:
             else:
                 low = int(grid[-1])
         return self._solve(low, delta, bound)
+
+    def _near_hint(self, delta: float, bound: str, hint: float | None, last: int) -> int | None:
+        """The index ``low`` of the crossing (δ shown > δ at low, ≤ δ at low + 1) when it lies
+        within _NEAR grid points of ``hint``, from one evaluation of every point there (a
+        good hint, as along a curve, saves the bracket and its narrowing); else None."""
+        if hint is None or not math.isfinite(hint):
+            return None
+        guess = min(max(int(round(hint / self.step)) - self.lo_index, 0), last)
+        grid = np.arange(max(0, guess - _NEAR), min(last, guess + _NEAR) + 1, dtype=np.int64)
+        values = self._at_grid(grid, bound)[0]
+        below = np.flatnonzero(values <= delta)
+        if below.size == 0 or below[0] == 0 or not values[below[0] - 1] > delta:
+            return None
+        return int(grid[below[0] - 1])  # shown > δ, and the next point (the first) ≤ δ
 
     def _bracket(self, delta: float, bound: str, hint: float | None, last: int):
         """Grid indices (low, high) with the bound on δ shown > δ at low and ≤ δ at high:
