@@ -289,6 +289,26 @@ def test_full_sampling_is_the_gaussian_mechanism_exactly(sigma):
 def test_degenerate_inputs():
     assert np.array_equal(rdp_subsampled_gaussian(0.0, 1.0, [2.0, 3.5]), [0.0, 0.0])
     assert np.all(np.isinf(rdp_subsampled_gaussian(0.5, 0.0, [2.0, 3.5])))
+    # fuzz finding: σ = 1e-320 gave NaN; where ρ leaves the float range it is ∞, as at σ = 0
+    for sigma in (1e-320, 1e-200, 1e-154):
+        assert np.all(np.isposinf(rdp_subsampled_gaussian(0.5, sigma, [1.5, 2.0, 64.0])))
+    # and just above that end it is finite and at least the order-2 value ln(1 + q²(e^{1/σ²} − 1))
+    huge = rdp_subsampled_gaussian(0.5, 1e-150, [2.0])[0]
+    assert math.isfinite(huge) and huge >= (1.0 / 1e-150**2) * (1 - 1e-15)
+
+
+@pytest.mark.parametrize("sigma", [1e6 * (1 + 1e-15), 9.480751908109177e153, 1.34e154, 1e308])
+def test_noise_above_the_cli_range_is_a_clear_error(sigma):
+    """Fuzz finding: σ = 9.5e153 gave NaN (q = 0.5) and σ = 1.3e154 an OverflowError from σ²
+    (q = 1). σ is taken in [0, 1e6], the CLI's --sigma range plus Opacus's σ = 0."""
+    for q in (0.5, 1.0):
+        with pytest.raises(DpcalcError, match=r"noise_multiplier must be in \[0, 1e\+06\]"):
+            rdp_subsampled_gaussian(q, sigma, [1.5, 2.0, 2.0])
+    # the end of the range still answers: at α = 2, ρ = ln(1 + q²(e^{1/σ²} − 1)) exactly
+    for q in (0.5, 1.0):
+        at_two = rdp_subsampled_gaussian(q, 1e6, [2.0])[0]
+        exact = math.log1p(q * q * math.expm1(1e-12))
+        assert exact <= at_two <= exact * (1 + 1e-9)
 
 
 @pytest.mark.filterwarnings("error")

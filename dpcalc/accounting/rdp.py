@@ -17,18 +17,17 @@ added in the safe direction.
 """
 from __future__ import annotations
 
-from __future__ import annotations
-
 import math
 
 import numpy as np
-from dpcalc.accounting import special_functions as special
 
+from dpcalc.accounting import special_functions as special
 from dpcalc.accounting.rdp_conversion import (DEFAULT_ORDERS, ULPS as _ULPS, as_orders,
                                               rdp_to_delta_classic, rdp_to_delta_improved,
                                               rdp_to_epsilon_classic, rdp_to_epsilon_improved)
 from dpcalc.accounting.rdp_series import log_a_minus_one_fractional
 from dpcalc.errors import DpcalcError
+from dpcalc.params import MAX_NOISE_MULTIPLIER
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -55,13 +54,20 @@ def _check_sampling_rate(value: float) -> float:
     return rate
 
 
+# Below this σ, 2σ² nears the float range's end (a fuzz finding: σ = 1e-320 gave NaN)
+_SMALLEST_FINITE_SIGMA = 1e-150
+
+
 def _check_noise_multiplier(value: float) -> float:
     try:
         sigma = float(value)
     except (TypeError, ValueError):
         raise DpcalcError(f"noise_multiplier must be a number >= 0; got {value!r}") from None
-    if not (0.0 <= sigma < math.inf):
-        raise DpcalcError(f"noise_multiplier must be a finite number >= 0; got {value!r}")
+    # 0 is allowed (ρ = ∞, as Opacus's compute_rdp); above the CLI's --sigma range σ² may
+    # overflow and ρ is 0 to every printed digit
+    if not (0.0 <= sigma <= MAX_NOISE_MULTIPLIER):
+        raise DpcalcError(f"noise_multiplier must be in [0, {MAX_NOISE_MULTIPLIER:g}]; "
+                          f"got {value!r}")
     return sigma
 
 
@@ -166,7 +172,7 @@ def rdp_subsampled_gaussian(sampling_rate: float, noise_multiplier: float, order
     alphas = as_orders(orders)
     if q == 0.0:
         return np.zeros_like(alphas)
-    if sigma == 0.0:
+    if sigma < _SMALLEST_FINITE_SIGMA:  # σ = 0, or ρ beyond the largest float (≥ 1e297 here)
         return np.full_like(alphas, math.inf)
     gaussian = alphas / (2.0 * sigma**2)  # q = 1: the Gaussian mechanism, α/(2σ²) [M17]
     if q == 1.0:
