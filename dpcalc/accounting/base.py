@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from dpcalc.accounting.result import EpsilonResult
 from dpcalc.accounting.samplers import (ADJACENCIES, EPOCH_SAMPLINGS, PAIR_SAMPLINGS,
@@ -80,17 +80,21 @@ class Accountant(ABC):
             return None
         return self._delta(schedule, epsilon)
 
-    def epsilon_curve(self, schedules, delta: float) -> list[EpsilonResult]:
+    def epsilon_curve(self, schedules, delta: float,
+                      on_done: Callable[[int], None] | None = None) -> list[EpsilonResult]:
         """ε at ``delta`` for each schedule, as :meth:`epsilon`. Single-phase runs of one
         step read at several step counts (ε over epochs) go to :meth:`_epsilon_curve`,
-        which accountants that can answer every T from one computation override."""
+        which accountants that can answer every T from one computation override.
+        ``on_done(n)``: called as every n schedules are answered (a progress bar's count)."""
         schedules = [check_schedule(schedule) for schedule in schedules]
         delta = check_delta(delta)
+        done = on_done or (lambda count: None)
         results: list[EpsilonResult | None] = [None] * len(schedules)
         curve = []
         for index, schedule in enumerate(schedules):
             if self.not_applicable(schedule) is not None or not schedule.is_single_phase:
                 results[index] = self.epsilon(schedule, delta)
+                done(1)
             else:
                 curve.append(index)
         by_step: dict = {}  # one curve per distinct step (everything but the step count)
@@ -99,10 +103,11 @@ class Accountant(ABC):
         for step, indices in by_step.items():
             if len(indices) == 1:  # one point: the point path (the same number as epsilon)
                 results[indices[0]] = self._epsilon(schedules[indices[0]], delta)
-                continue
-            counts = [schedules[index].total_steps for index in indices]
-            for index, result in zip(indices, self._epsilon_curve(step, counts, delta)):
-                results[index] = result
+            else:
+                counts = [schedules[index].total_steps for index in indices]
+                for index, result in zip(indices, self._epsilon_curve(step, counts, delta)):
+                    results[index] = result
+            done(len(indices))
         return results
 
     def _epsilon_curve(self, step, counts: list[int], delta: float) -> list[EpsilonResult]:

@@ -1,6 +1,8 @@
 """Run several accountants on one schedule; one failing accountant is reported, not fatal."""
 from __future__ import annotations
 
+from typing import Callable
+
 from dpcalc.accounting.registry import get_accountant
 from dpcalc.accounting.result import EpsilonResult
 from dpcalc.accounting.schedule import Schedule
@@ -24,14 +26,17 @@ def epsilon_results(names: list[str], schedule: Schedule, delta: float,
 
 
 def epsilon_curves(names: list[str], schedules: list[Schedule], delta: float,
+                   on_done: Callable[[int], None] | None = None,
                    **options) -> list[list[EpsilonResult]]:
     """Per schedule, ε from each named accountant, in order; each accountant answers all
-    schedules at once (Accountant.epsilon_curve: one composition for a curve over T)."""
+    schedules at once (Accountant.epsilon_curve: one composition for a curve over T).
+    ``on_done(n)``: called as n more (accountant, schedule) answers are in, of
+    len(names)·len(schedules) (a progress bar's count)."""
     columns = []
     for name in names:
         accountant = make_accountant(name, **options)
         try:
-            columns.append(accountant.epsilon_curve(schedules, delta))
+            columns.append(accountant.epsilon_curve(schedules, delta, on_done))
         except DpcalcError:
             raise
         except InconsistentBounds as error:  # a bug: shown on every point, never papered over

@@ -269,8 +269,10 @@ def conversion_over_steps(setting: GroupSetting, k_values: Sequence[int], steps_
 # ------------------------------------------------------------------------- all methods
 def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
                    methods: Sequence[str] = DEFAULT_METHODS,
-                   tolerance: float = DEFAULT_TOLERANCE) -> list[tuple[int, EpsilonResult]]:
-    """(k, result) for every k and method, k-major; the per-record profile is shared."""
+                   tolerance: float = DEFAULT_TOLERANCE,
+                   on_done: Callable[[int], None] | None = None) -> list[tuple[int, EpsilonResult]]:
+    """(k, result) for every k and method, k-major; the per-record profile is shared.
+    ``on_done(1)``: called after each (k, method) (a progress bar's count)."""
     delta = check_delta(delta)
     unknown = [name for name in methods if name not in METHODS]
     if unknown:
@@ -283,7 +285,13 @@ def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
         GROUP_CONVERSION: lambda each: group_conversion_epsilon(each, delta, profile),
         RDP_GROUP: lambda each: rdp_group_epsilon(each, delta),
     }
-    return [(k, compute[name](setting.with_k(k))) for k in k_values for name in methods]
+    results = []
+    for k in k_values:
+        for name in methods:
+            results.append((k, compute[name](setting.with_k(k))))
+            if on_done is not None:
+                on_done(1)
+    return results
 
 
 # ------------------------------------------------------------------------- calibration

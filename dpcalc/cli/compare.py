@@ -23,6 +23,7 @@ from dpcalc.cli.compare_output import (XScale, plot_sweep, print_wide_table, swe
                                        write_csv)
 from dpcalc.cli.compare_sweep import (MAX_SWEEP_POINTS, Point, Sweep, build_sweep,
                                       epochs_notes, parse_samplings, parse_sweep)
+from dpcalc.cli.progress import counted_progress
 from dpcalc.cli.records import INPUT_LABELS, epsilon_record, result_notes
 from dpcalc.cli.render import Column, OutputFormat, Report, emit, plain_upper, show_lower, show_upper
 from dpcalc.cli.schedule_options import build_schedule, model_footnote, model_inputs
@@ -263,8 +264,10 @@ def compare_command(
     schedules = [_point_schedule(point, relation, dataset, sweep.inputs.get("max_batch_size"))
                  for point in sweep.points]
     # a sweep over steps/epochs is one composition read at every step count
-    for point, results in zip(sweep.points, epsilon_curves(names, schedules, target_delta,
-                                                           tolerance=pb_tolerance)):
+    with counted_progress("compare", len(names) * len(schedules)) as advance:
+        swept = epsilon_curves(names, schedules, target_delta, on_done=advance,
+                               tolerance=pb_tolerance)
+    for point, results in zip(sweep.points, swept):
         all_results.append(results)
         per_point.append(_records(point, results, context))
     several = len(sweep.samplings) > 1

@@ -18,6 +18,7 @@ from dpcalc.accounting.samplers import (ADD_REMOVE, REPLACE_ONE, SIMPLE_SAMPLING
                                         parse_adjacency, parse_sampling)
 from dpcalc.cli import options as opt
 from dpcalc.cli.budget import check_budget, parse_max_epsilon
+from dpcalc.cli.progress import counted_progress
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                show_upper, warn)
@@ -194,9 +195,12 @@ def _sigma_report(setting, k_values: list[int], target: float, delta: float, tol
     """--target-epsilon: the calibrated σ per k (pb)."""
     from dpcalc.accounting import group_bounds
 
-    records = [sigma_record(group_bounds.calibrate_group_sigma(setting.with_k(k), target, delta,
-                                                               tolerance), target)
-               for k in k_values]
+    records = []
+    with counted_progress("group: σ per k", len(k_values)) as advance:
+        for k in k_values:
+            records.append(sigma_record(group_bounds.calibrate_group_sigma(
+                setting.with_k(k), target, delta, tolerance), target))
+            advance()
     footnotes = ["σ is rounded up (a larger σ is the safe side); ε is pb's certified upper "
                  "bound at that σ, ≤ the target (its lower bound is certified too)."]
     footnotes += _footnotes(records, setting.model, False)
@@ -212,7 +216,8 @@ def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str]
     """ε per k and method."""
     from dpcalc.accounting import group_bounds
 
-    results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance)
+    with counted_progress("group", len(k_values) * len(names)) as advance:
+        results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance, advance)
     records = [group_record(k, result) for k, result in results]
     return Report(command="group", title="Privacy of k protected records",
                   inputs={**inputs, "accountants": names}, results=records,

@@ -1,0 +1,82 @@
+"""A progress bar on stderr for commands that take more than about a second (issue 13).
+
+Counted work (sweep points, values of k) reports each finished item; the bar appears only
+once the work has run SHOW_AFTER_SECONDS and items remain, only on a terminal, and is
+cleared when the work ends, so stdout (tables, JSON, CSV) is never touched. Where stderr
+is not a terminal nothing is imported or drawn.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+SHOW_AFTER_SECONDS = 1.0
+
+Advance = Callable[..., None]
+
+
+class _LazyBar:
+    """Counts finished items; draws a Rich bar once ``show_after`` seconds have passed."""
+
+    def __init__(self, description: str, total: int, console, clock, show_after: float):
+        self.description, self.total, self.done = description, max(int(total), 1), 0
+        self._console, self._clock, self._show_after = console, clock, show_after
+        self._started = clock()
+        self._progress = self._task = None
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        if self._progress is None:
+            if self._clock() - self._started < self._show_after or self.done >= self.total:
+                return
+            self._open()
+        else:
+            self._progress.update(self._task, completed=min(self.done, self.total))
+
+    def _open(self) -> None:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeRemainingColumn)
+
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), TimeRemainingColumn(),
+                                  console=self._console or _stderr_console(), transient=True)
+        self._task = self._progress.add_task(self.description, total=self.total,
+                                             completed=min(self.done, self.total))
+        self._progress.start()
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _ignore(count: int = 1) -> None:
+    """Where no bar is drawn."""
+
+
+def _stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+@contextmanager
+def counted_progress(description: str, total: int, console=None, clock=time.monotonic,
+                     show_after: float | None = None) -> Iterator[Advance]:
+    """Yields ``advance(count=1)``, to call as items finish. ``console``: a Rich console to
+    draw on (tests); by default stderr, and only when it is a terminal. ``show_after``:
+    seconds before the bar appears (default SHOW_AFTER_SECONDS)."""
+    if console is None and not _stderr_is_terminal():
+        yield _ignore
+        return
+    wait = SHOW_AFTER_SECONDS if show_after is None else show_after
+    bar = _LazyBar(description, total, console, clock, wait)
+    try:
+        yield bar.advance
+    finally:
+        bar.close()

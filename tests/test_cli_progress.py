@@ -1,0 +1,80 @@
+"""Progress bars on stderr for slow commands (issue 13): drawn only on a terminal, only once
+the work has run a second, never on stdout; the answers are the same with or without."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from dpcalc.cli import progress
+from dpcalc.cli.app import app
+from tests.conftest import cli_runner
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def terminal() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, force_terminal=True, width=100), buffer
+
+
+def test_nothing_is_drawn_or_imported_where_stderr_is_not_a_terminal(capsys):
+    with progress.counted_progress("work", 10) as advance:
+        assert advance is progress._ignore
+        for _ in range(10):
+            advance()
+    assert capsys.readouterr().err == ""
+
+
+def test_the_bar_waits_a_second_then_counts_and_is_cleared():
+    console, buffer = terminal()
+    clock = Clock()
+    with progress.counted_progress("sweep", 8, console=console, clock=clock) as advance:
+        advance(2)  # fast work: no bar yet
+        assert buffer.getvalue() == ""
+        clock.now = 1.5
+        advance()
+        drawn = buffer.getvalue()
+        assert "sweep" in drawn and "3/8" in drawn
+        advance(5)
+    assert "8/8" in buffer.getvalue()
+    assert buffer.getvalue().endswith("\x1b[1A\x1b[2K")  # transient: its line erased at the end
+
+
+def test_work_done_within_the_second_draws_nothing():
+    console, buffer = terminal()
+    clock = Clock()
+    with progress.counted_progress("quick", 3, console=console, clock=clock) as advance:
+        advance(2)
+        clock.now = 2.0
+        advance()  # the last item: nothing left to show
+    assert buffer.getvalue() == ""
+
+
+@pytest.mark.parametrize("argv,label,total", [
+    (["group", "--k", "1:3", "--batch-size", "64", "--dataset-size", "1000", "--sigma", "1",
+      "--steps", "30", "--method", "pb,rdp-group"], "group", 6),
+    (["group", "--k", "1,2", "--batch-size", "64", "--dataset-size", "1000", "--steps", "30",
+      "--target-epsilon", "8"], "group: σ per k", 2),
+    (["compare", "--q", "0.01", "--sigma", "1,2,4", "--steps", "100", "-a", "pb,rdp"],
+     "compare", 6),
+])
+def test_commands_draw_on_stderr_and_print_the_same_answer(monkeypatch, argv, label, total):
+    runner = cli_runner()
+    plain = runner.invoke(app, [*argv, "-f", "json"])
+    assert plain.exit_code == 0, plain.output
+    console, buffer = terminal()
+    monkeypatch.setattr(progress, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "_stderr_console", lambda: console)
+    monkeypatch.setattr(progress, "SHOW_AFTER_SECONDS", 0.0)
+    drawn = runner.invoke(app, [*argv, "-f", "json"])
+    assert drawn.exit_code == 0, drawn.output
+    assert drawn.stdout == plain.stdout
+    assert label in buffer.getvalue() and f"/{total}" in buffer.getvalue()
