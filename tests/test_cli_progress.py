@@ -2,6 +2,7 @@
 the work has run a second, never on stdout; the answers are the same with or without."""
 from __future__ import annotations
 
+import functools
 import io
 
 import pytest
@@ -67,6 +68,11 @@ def test_work_done_within_the_second_draws_nothing():
      "compare", 6),
 ])
 def test_commands_draw_on_stderr_and_print_the_same_answer(monkeypatch, argv, label, total):
+    from dpcalc.accounting import group_bounds
+
+    # σ per k costs ~2 s a value: both runs share one calibration per k (same arguments)
+    monkeypatch.setattr(group_bounds, "calibrate_group_sigma",
+                        functools.lru_cache(maxsize=None)(group_bounds.calibrate_group_sigma))
     runner = cli_runner()
     plain = runner.invoke(app, [*argv, "-f", "json"])
     assert plain.exit_code == 0, plain.output
@@ -78,3 +84,59 @@ def test_commands_draw_on_stderr_and_print_the_same_answer(monkeypatch, argv, la
     assert drawn.exit_code == 0, drawn.output
     assert drawn.stdout == plain.stdout
     assert label in buffer.getvalue() and f"/{total}" in buffer.getvalue()
+
+
+class ImmediateTimer:
+    """threading.Timer that fires at start(): the spinner's appearance without a race."""
+
+    def __init__(self, seconds, function):
+        self.function, self.daemon = function, False
+
+    def start(self):
+        self.function()
+
+    def cancel(self):
+        pass
+
+
+def test_the_spinner_shows_only_for_work_longer_than_the_wait():
+    import time
+
+    console, buffer = terminal()
+    with progress.waiting("quick", console=console, show_after=5.0):
+        pass
+    assert buffer.getvalue() == ""
+    with progress.waiting("slow work", console=console, show_after=0.05):
+        time.sleep(0.5)
+    drawn = buffer.getvalue()
+    assert "slow work" in drawn and drawn.endswith("\x1b[1A\x1b[2K")  # shown, then erased
+
+
+def test_no_spinner_thread_where_stderr_is_not_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(progress.threading, "Timer", None)  # would fail if one were made
+    with progress.waiting("work"):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv,label", [
+    (["epsilon", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "epsilon: composing"),
+    (["delta", "--q", "0.01", "--sigma", "1", "--steps", "1000", "--epsilon", "1"],
+     "delta: composing"),
+    (["sigma", "--q", "0.01", "--steps", "1000", "--epsilon", "2", "-a", "rdp"],
+     "sigma: calibrating"),
+    (["risk", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "risk: composing"),
+    (["report", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "report: composing"),
+])
+def test_single_answers_spin_on_stderr_and_print_the_same(monkeypatch, argv, label):
+    runner = cli_runner()
+    plain = runner.invoke(app, [*argv, "-f", "json"])
+    assert plain.exit_code == 0, plain.output
+    console, buffer = terminal()
+    monkeypatch.setattr(progress, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "_stderr_console", lambda: console)
+    monkeypatch.setattr(progress.threading, "Timer", ImmediateTimer)
+    drawn = runner.invoke(app, [*argv, "-f", "json"])
+    assert drawn.exit_code == 0, drawn.output
+    assert drawn.stdout == plain.stdout
+    assert label in buffer.getvalue()

@@ -8,6 +8,7 @@ import typer
 
 from dpcalc.accounting.registry import resolve_names
 from dpcalc.cli import options as opt
+from dpcalc.cli.progress import waiting
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                show_upper)
@@ -82,7 +83,8 @@ def delta_command(
     run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
                          adjacency, max_batch_size=max_batch_size)
     names = resolve_names(accountant)
-    records = [delta_record(name, run.schedule, target) for name in names]
+    with waiting("delta: composing"):
+        records = [delta_record(name, run.schedule, target) for name in names]
     inputs = {**run.inputs, "epsilon": target, "accountants": names}
     footnotes = [model_footnote(inputs),
                  "δ is an upper bound (rounded up) for certified accountants; pb's lower bound is "

@@ -8,6 +8,7 @@ from dpcalc.accounting.evaluate import epsilon_results
 from dpcalc.accounting.registry import DEFAULT_ACCOUNTANT, resolve_names
 from dpcalc.cli import options as opt
 from dpcalc.cli.budget import check_budget, parse_max_epsilon
+from dpcalc.cli.progress import waiting
 from dpcalc.cli.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
 from dpcalc.cli.render import OutputFormat, Report, emit
 from dpcalc.cli.schedule_options import build_schedule
@@ -49,8 +50,9 @@ def epsilon_command(
     gate = parse_max_epsilon(max_epsilon)
     names = resolve_names(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
-    results = epsilon_results(names, run.schedule, target_delta,
-                              tolerance=check_positive(tolerance, "--tolerance"))
+    tolerance = check_positive(tolerance, "--tolerance")
+    with waiting("epsilon: composing"):
+        results = epsilon_results(names, run.schedule, target_delta, tolerance=tolerance)
     report = Report(
         command="epsilon",
         title="DP-SGD privacy spent",

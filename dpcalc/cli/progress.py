@@ -1,13 +1,15 @@
-"""A progress bar on stderr for commands that take more than about a second (issue 13).
+"""Progress on stderr for commands that take more than about a second (issue 13).
 
 Counted work (sweep points, values of k) reports each finished item; the bar appears only
-once the work has run SHOW_AFTER_SECONDS and items remain, only on a terminal, and is
-cleared when the work ends, so stdout (tables, JSON, CSV) is never touched. Where stderr
-is not a terminal nothing is imported or drawn.
+once the work has run SHOW_AFTER_SECONDS and items remain. One long computation (a point
+at tiny q, a σ calibration) shows a spinner from a timer thread after SHOW_AFTER_SECONDS.
+Both only on a terminal, both erased when the work ends, so stdout (tables, JSON, CSV) is
+never touched. Where stderr is not a terminal nothing is imported, started or drawn.
 """
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -80,3 +82,37 @@ def counted_progress(description: str, total: int, console=None, clock=time.mono
         yield bar.advance
     finally:
         bar.close()
+
+
+@contextmanager
+def waiting(description: str, console=None, show_after: float | None = None) -> Iterator[None]:
+    """A spinner while the body runs, shown only if it runs longer than ``show_after``
+    seconds (default SHOW_AFTER_SECONDS), only on a terminal."""
+    if console is None and not _stderr_is_terminal():
+        yield
+        return
+    lock, shown, finished = threading.Lock(), [], []
+
+    def show() -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        with lock:
+            if finished:
+                return
+            spinner = Progress(SpinnerColumn(), TextColumn(description),
+                               console=console or _stderr_console(), transient=True)
+            spinner.add_task(description, total=None)
+            spinner.start()
+            shown.append(spinner)
+
+    timer = threading.Timer(SHOW_AFTER_SECONDS if show_after is None else show_after, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            finished.append(True)
+            timer.cancel()
+            for spinner in shown:
+                spinner.stop()

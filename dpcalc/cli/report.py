@@ -10,6 +10,7 @@ from dpcalc import __version__
 from dpcalc.accounting.registry import get_accountant
 from dpcalc.cli import options as opt
 from dpcalc.cli.render import OutputFormat, json_text, plain_upper
+from dpcalc.cli.progress import waiting
 from dpcalc.cli.risk import BASELINE, FPR, PRIOR, RISK_TOLERANCE, parse_fprs, risk_records
 from dpcalc.cli.schedule_options import _phase_fields, build_schedule
 from dpcalc.cli.statement import statement_markdown
@@ -82,8 +83,9 @@ def report_command(
                                                       low_open=False, what="probability κ")
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
     opt.warn_large_delta(target_delta, run.dataset_size)
-    result = get_accountant("pb", tolerance=tol).epsilon(run.schedule, target_delta)
-    risk = risk_records(risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol))
+    with waiting("report: composing"):
+        result = get_accountant("pb", tolerance=tol).epsilon(run.schedule, target_delta)
+        risk = risk_records(risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol))
     options = {"--q": q, "--batch-size": batch_size, "--dataset-size": dataset_size,
                "--sigma": sigma, "--steps": steps, "--epochs": epochs, "--phase": phase or None,
                "--sampling": run.schedule.samplings[0] if not phase else None,

@@ -13,6 +13,7 @@ from typing import List, Optional
 import typer
 
 from dpcalc.cli import options as opt
+from dpcalc.cli.progress import waiting
 from dpcalc.cli.records import INPUT_LABELS
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                show_upper)
@@ -175,8 +176,9 @@ def risk_command(
         from dpcalc.cli.plots import check_plot_path
 
         check_plot_path(plot)
-    bounds = risk_bounds(run.schedule, fprs, prior_value, kappa,
-                         tolerance=check_range(tolerance, "--tolerance", 0.0, 1.0))
+    tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
+    with waiting("risk: composing"):
+        bounds = risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol)
     records = risk_records(bounds)
     inputs = {**run.inputs, "fpr": fprs, "prior": prior_value, "baseline": kappa,
               "grid_step": bounds.details["grid_step"]}

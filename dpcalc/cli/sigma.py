@@ -18,6 +18,7 @@ from dpcalc.accounting.calibrate_gaussian import GaussianSigmas, gaussian_mechan
 from dpcalc.accounting.registry import resolve_names
 from dpcalc.cli import options as opt
 from dpcalc.cli.budget import check_budget, parse_max_epsilon
+from dpcalc.cli.progress import waiting
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                show_upper)
@@ -227,9 +228,10 @@ def _risk_mode(max_tpr, at_fpr, max_advantage, run, precision: float, tolerance,
                output_format) -> None:
     from dpcalc.accounting.risk_calibration import risk_sigma
 
-    calibration = risk_sigma(run.schedule, max_tpr=max_tpr, at_fpr=at_fpr,
-                             max_advantage=max_advantage, precision=precision,
-                             tolerance=check_range(tolerance, "--tolerance", 0.0, 1.0))
+    tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
+    with waiting("sigma: calibrating"):
+        calibration = risk_sigma(run.schedule, max_tpr=max_tpr, at_fpr=at_fpr,
+                                 max_advantage=max_advantage, precision=precision, tolerance=tol)
     targets = {"max_tpr": None if max_tpr is None else float(max_tpr),
                "at_fpr": None if at_fpr is None else float(at_fpr),
                "max_advantage": None if max_advantage is None else float(max_advantage)}
@@ -317,8 +319,10 @@ def sigma_command(
                          adjacency, with_sigma=False, max_batch_size=max_batch_size)
     names = resolve_names(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
-    records = _calibrate_all(names, target, target_delta, run.schedule, relative_precision,
-                             check_positive(tolerance, "--tolerance"))
+    tolerance = check_positive(tolerance, "--tolerance")
+    with waiting("sigma: calibrating"):
+        records = _calibrate_all(names, target, target_delta, run.schedule, relative_precision,
+                                 tolerance)
     inputs = {"epsilon": target, "delta": target_delta,
               **{key: value for key, value in run.inputs.items() if key != "sigma"},
               "precision": relative_precision, "accountants": names}
