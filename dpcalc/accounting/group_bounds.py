@@ -295,7 +295,12 @@ def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
 
 
 # ------------------------------------------------------------------------- calibration
-_SEARCH_TOLERANCE = 1e6  # pb on its first grid: already certified, only less tight
+# The search's pb: certified at any tolerance, only less tight. It starts on the coarse grid
+# a moment estimate of ε calls for (buckets.epsilon_bounds' coarse_start) and refines to a
+# 10% gap, as calibrate.py's DP-SGD search: at k = 2, B = 64 of N = 1000, T = 10 that is
+# 0.014 s an evaluation instead of 0.44-0.59 s on the fine first grid, the upper bound
+# 0.01% looser. The σ found is re-checked by the full pb at the caller's tolerance.
+_SEARCH_TOLERANCE = 0.1
 _MAX_BUMPS = 60
 
 
@@ -328,8 +333,9 @@ def calibrate_group_sigma(setting: GroupSetting, target_epsilon: float, delta: f
         each = setting.with_sigma(sigma)
         if each.adjacency != ADD_REMOVE:
             return epsilon_bounds([(worst_case(each.record_phase()).pair, each.steps)], delta,
-                                  _SEARCH_TOLERANCE).upper
-        return max(epsilon_bounds([(spec.pair(), each.steps)], delta, _SEARCH_TOLERANCE).upper
+                                  _SEARCH_TOLERANCE, coarse_start=True).upper
+        return max(epsilon_bounds([(spec.pair(), each.steps)], delta, _SEARCH_TOLERANCE,
+                                  coarse_start=True).upper
                    for spec in mixture_specs(each))
 
     high_guess = None
