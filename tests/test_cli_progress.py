@@ -2,7 +2,6 @@
 the work has run a second, never on stdout; the answers are the same with or without."""
 from __future__ import annotations
 
-import functools
 import io
 
 import pytest
@@ -68,11 +67,6 @@ def test_work_done_within_the_second_draws_nothing():
      "compare", 6),
 ])
 def test_commands_draw_on_stderr_and_print_the_same_answer(monkeypatch, argv, label, total):
-    from dpcalc.accounting import group_bounds
-
-    # σ per k costs ~2 s a value: both runs share one calibration per k (same arguments)
-    monkeypatch.setattr(group_bounds, "calibrate_group_sigma",
-                        functools.lru_cache(maxsize=None)(group_bounds.calibrate_group_sigma))
     runner = cli_runner()
     plain = runner.invoke(app, [*argv, "-f", "json"])
     assert plain.exit_code == 0, plain.output
