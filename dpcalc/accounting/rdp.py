@@ -27,7 +27,6 @@ from dpcalc.accounting.rdp_conversion import (DEFAULT_ORDERS, ULPS as _ULPS, as_
                                               rdp_to_epsilon_classic, rdp_to_epsilon_improved)
 from dpcalc.accounting.rdp_series import log_a_minus_one_fractional
 from dpcalc.errors import DpcalcError
-from dpcalc.params import MAX_NOISE_MULTIPLIER
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -54,8 +53,10 @@ def _check_sampling_rate(value: float) -> float:
     return rate
 
 
-# Below this σ, 2σ² nears the float range's end (a fuzz finding: σ = 1e-320 gave NaN)
+# Below this σ, 2σ² nears the float range's end (a fuzz finding: σ = 1e-320 gave NaN);
+# above the largest, σ² does
 _SMALLEST_FINITE_SIGMA = 1e-150
+_LARGEST_SIGMA = 1e150
 
 
 def _check_noise_multiplier(value: float) -> float:
@@ -63,11 +64,10 @@ def _check_noise_multiplier(value: float) -> float:
         sigma = float(value)
     except (TypeError, ValueError):
         raise DpcalcError(f"noise_multiplier must be a number >= 0; got {value!r}") from None
-    # 0 is allowed (ρ = ∞, as Opacus's compute_rdp); above the CLI's --sigma range σ² may
-    # overflow and ρ is 0 to every printed digit
-    if not (0.0 <= sigma <= MAX_NOISE_MULTIPLIER):
-        raise DpcalcError(f"noise_multiplier must be in [0, {MAX_NOISE_MULTIPLIER:g}]; "
-                          f"got {value!r}")
+    # 0 is allowed (ρ = ∞, as Opacus's compute_rdp); above _LARGEST_SIGMA σ² overflows (a
+    # fuzz finding: NaN at σ = 9.5e153, OverflowError at 1.3e154)
+    if not (0.0 <= sigma <= _LARGEST_SIGMA):
+        raise DpcalcError(f"noise_multiplier must be in [0, {_LARGEST_SIGMA:g}]; got {value!r}")
     return sigma
 
 
