@@ -67,17 +67,24 @@ def test_work_done_within_the_second_draws_nothing():
      "compare", 6),
 ])
 def test_commands_draw_on_stderr_and_print_the_same_answer(monkeypatch, argv, label, total):
+    monkeypatch.setattr(progress, "SHOW_AFTER_SECONDS", 0.0)
+    drawn = drawn_on_a_terminal(monkeypatch, argv)
+    assert label in drawn and f"/{total}" in drawn
+
+
+def drawn_on_a_terminal(monkeypatch, argv: list[str]) -> str:
+    """What the command draws on a (stand-in) terminal stderr, after checking that its
+    stdout is the same as without one."""
     runner = cli_runner()
     plain = runner.invoke(app, [*argv, "-f", "json"])
     assert plain.exit_code == 0, plain.output
     console, buffer = terminal()
     monkeypatch.setattr(progress, "_stderr_is_terminal", lambda: True)
     monkeypatch.setattr(progress, "_stderr_console", lambda: console)
-    monkeypatch.setattr(progress, "SHOW_AFTER_SECONDS", 0.0)
     drawn = runner.invoke(app, [*argv, "-f", "json"])
     assert drawn.exit_code == 0, drawn.output
     assert drawn.stdout == plain.stdout
-    assert label in buffer.getvalue() and f"/{total}" in buffer.getvalue()
+    return buffer.getvalue()
 
 
 class ImmediateTimer:
@@ -123,14 +130,5 @@ def test_no_spinner_thread_where_stderr_is_not_a_terminal(monkeypatch, capsys):
     (["report", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "report: composing"),
 ])
 def test_single_answers_spin_on_stderr_and_print_the_same(monkeypatch, argv, label):
-    runner = cli_runner()
-    plain = runner.invoke(app, [*argv, "-f", "json"])
-    assert plain.exit_code == 0, plain.output
-    console, buffer = terminal()
-    monkeypatch.setattr(progress, "_stderr_is_terminal", lambda: True)
-    monkeypatch.setattr(progress, "_stderr_console", lambda: console)
     monkeypatch.setattr(progress.threading, "Timer", ImmediateTimer)
-    drawn = runner.invoke(app, [*argv, "-f", "json"])
-    assert drawn.exit_code == 0, drawn.output
-    assert drawn.stdout == plain.stdout
-    assert label in buffer.getvalue()
+    assert label in drawn_on_a_terminal(monkeypatch, argv)
