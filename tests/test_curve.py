@@ -256,6 +256,34 @@ def test_spectral_read_out_does_not_depend_on_its_hint(bound):
 
 
 @pytest.mark.parametrize("bound", [UPPER, LOWER])
+def test_spectral_read_out_never_trusts_a_nan_bound(bound):
+    """Review finding: where no candidate of a narrowing round was shown ≤ δ, the search
+    took the last candidate as shown > δ without looking; a NaN there gave an answer no
+    bound supports. With every point but the bracket's ends NaN, it now declines (the caller
+    inverts the spectrum)."""
+    from dpcalc.accounting.curve_compose import Spectral
+
+    declined = 0
+    for _, item in _compositions(0.01, 1.0, bound, [300, 3000]):
+        if not isinstance(item, Spectral):
+            continue
+        tail = item.tail
+        real = type(tail)._at_grid
+        ends = {0, tail.points - 2}
+
+        def poisoned(grid, bound_, with_error=False, real=real, tail=tail):
+            found = list(real(tail, grid, bound_, with_error))
+            found[0] = np.where(np.isin(grid, list(ends)), found[0], np.nan)
+            return tuple(found)
+
+        tail._at_grid = poisoned
+        for delta in (1e-3, 1e-6):
+            assert tail.quantile(delta, bound) is None
+            declined += 1
+    assert declined >= 2
+
+
+@pytest.mark.parametrize("bound", [UPPER, LOWER])
 def test_tail_quantile_equals_loss_quantile(bound):
     from dpcalc.accounting.tail_readout import tail_quantile
 

@@ -166,7 +166,12 @@ class SpectralTail:
                 if above.size:
                     low = int(grid[above[-1]])
             else:
-                low = int(grid[-1])
+                # no candidate shown ≤ δ: the last shown > δ is the new low (a review
+                # finding: taking the last candidate unchecked trusted a NaN value)
+                above = np.flatnonzero(values > delta)
+                if above.size == 0:
+                    return None
+                low = int(grid[above[-1]])
         return self._solve(low, delta, bound)
 
     def _near_hint(self, delta: float, bound: str, hint: float | None, last: int) -> int | None:
