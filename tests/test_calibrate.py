@@ -294,6 +294,23 @@ def test_pb_sigma_is_tight_at_small_q_and_tiny_delta():
     assert result.sigma < 1.1
 
 
+@pytest.mark.parametrize("q, steps, target", [(0.064, 10, 8.0), (0.5, 3, 4.0), (0.01, 100, 1.0)])
+def test_pb_sigma_at_few_steps_is_tight_and_its_search_starts_coarse(q, steps, target):
+    """At small T the search's pb evaluations start on the grid the final tolerance allows
+    (start_tolerance), not on the finest grid (0.44 s an evaluation at q = 0.064, T = 10):
+    the σ found still meets the target and 0.2% less noise misses it."""
+    result = dpsgd_sigma("pb", target, 1e-5, q, steps)
+    assert result.epsilon <= target
+    below = get_accountant("pb").epsilon(Schedule.single(q, result.sigma * (1 - 2e-3), steps), 1e-5)
+    assert below.epsilon > target
+    search = get_accountant("pb", tolerance=0.1, start_tolerance=0.01)
+    fine = get_accountant("pb", tolerance=0.1)
+    at = Schedule.single(q, result.sigma, steps)
+    coarse_point, fine_point = search.epsilon(at, 1e-5), fine.epsilon(at, 1e-5)
+    assert coarse_point.details["grid_step"] > fine_point.details["grid_step"]
+    assert fine_point.epsilon <= coarse_point.epsilon <= fine_point.epsilon * (1 + 2.5e-3)
+
+
 @settings(max_examples=100, deadline=None)
 @given(scale=st.floats(1e-2, 1e3), power=st.floats(0.3, 3.0), target=st.floats(1e-2, 1e2),
        width=st.floats(1.0, 3.0), low=st.one_of(st.none(), st.floats(1e-3, 1e3)))

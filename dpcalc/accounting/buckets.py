@@ -199,13 +199,16 @@ def _check_phase_list(phases) -> PhaseList:
 def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_TOLERANCE,
                    grid_step: float | None = None,
                    max_refined_points: int = REFINE_POINTS_LIMIT,
-                   epsilon_hint: float | None = None, coarse_start: bool = False) -> PldBounds:
+                   epsilon_hint: float | None = None, coarse_start: bool = False,
+                   start_tolerance: float | None = None) -> PldBounds:
     """Certified (upper, lower) ε at ``delta`` for the phases composed in order.
 
     ``epsilon_hint`` (e.g. an rdp bound) lets large answers start on a coarser grid: the
     tolerance is relative, so a large ε needs no fine grid; refinement follows if needed.
     ``coarse_start``: always start there (from the hint or a moment estimate), not only
-    where the fine grid would be large."""
+    where the fine grid would be large; ``start_tolerance``: where the fine grid would not
+    be large, size that coarse start for this tolerance instead (a loose search that wants
+    upper bounds as tight as a stricter tolerance's first grid gives)."""
     phases = _check_phase_list(phases)
     delta = check_delta(delta)
     tolerance = check_positive(tolerance, "--tolerance")
@@ -219,11 +222,13 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     if coarse_start and epsilon_hint is None:
         epsilon_hint = moment_estimate(phases, delta)
     hinted = _hinted_step(epsilon_hint, tolerance, total_steps, failure)
+    start = (hinted if start_tolerance is None else
+             _hinted_step(epsilon_hint, check_positive(start_tolerance, "start_tolerance"),
+                          total_steps, failure))
     steps = {d: initial_grid_step(phases, grid_step, half_width, d) for d in directions}
     if grid_step is None:  # coarser first grids only where the fine one would be large
-        steps = {d: max(step, hinted)
-                 if coarse_start or _window_points(phases, d, step) > _HINT_ABOVE_POINTS
-                 else step for d, step in steps.items()}
+        steps = {d: max(step, hinted) if _window_points(phases, d, step) > _HINT_ABOVE_POINTS
+                 else max(step, start) if coarse_start else step for d, step in steps.items()}
     # Per direction, the tightest certified (upper, lower) found on any grid so far, and
     # where a tilted pass should aim (the best estimate of ε so far).
     best = {d: (math.inf, 0.0) for d in directions}

@@ -377,7 +377,12 @@ def dpsgd_sigma(
     search_accountant = final_accountant
     high_guess = side_of_target = None
     if accountant_name == "pb":
-        search_options = {**options, "tolerance": _PB_SEARCH_TOLERANCE}
+        from dpcalc.accounting.buckets import DEFAULT_TOLERANCE
+
+        # each search point starts on the grid the final tolerance allows (not the finest
+        # one, at small T): upper bounds as tight as the final accountant's first grid gives
+        search_options = {**options, "tolerance": _PB_SEARCH_TOLERANCE,
+                          "start_tolerance": options.get("tolerance") or DEFAULT_TOLERANCE}
         search_accountant = make_accountant(accountant_name, **search_options)
         side_of_target = _certain_side(make_accountant(
             accountant_name, **{**options, "tolerance": _PB_BRACKET_TOLERANCE}), schedule,

@@ -9,7 +9,7 @@ from dpcalc.accounting.schedule import Schedule
 from dpcalc.errors import DpcalcError, InconsistentBounds
 
 # Constructor options each accountant understands.
-_OPTIONS = {"pb": ("tolerance",)}
+_OPTIONS = {"pb": ("tolerance", "start_tolerance")}
 
 
 def make_accountant(name: str, **options):

@@ -58,9 +58,14 @@ class PrivacyBucketsAccountant(Accountant):
     certified = True
     summary = "numeric PLD composition (privacy buckets, connect-the-dots); certified upper and lower bounds"
 
-    def __init__(self, tolerance: float = DEFAULT_TOLERANCE, grid_step: float | None = None):
+    def __init__(self, tolerance: float = DEFAULT_TOLERANCE, grid_step: float | None = None,
+                 start_tolerance: float | None = None):
         self.tolerance = check_positive(tolerance, "--tolerance")
         self.grid_step = None if grid_step is None else check_positive(grid_step, "--grid-step")
+        # for searches at a loose tolerance: every point starts on the grid this stricter
+        # tolerance allows at rdp's ε (buckets.epsilon_bounds' start_tolerance), not on the
+        # finest grid where the window is small
+        self.start_tolerance = start_tolerance
 
     models = ALL_MODELS | EPOCH_MODELS
 
@@ -92,7 +97,8 @@ class PrivacyBucketsAccountant(Accountant):
 
         rdp = RdpAccountant().epsilon(schedule, delta).epsilon
         bounds = epsilon_bounds(schedule_phases(schedule), delta, self.tolerance, self.grid_step,
-                                epsilon_hint=rdp)
+                                epsilon_hint=rdp, coarse_start=self.start_tolerance is not None,
+                                start_tolerance=self.start_tolerance)
         found = lower_instance(schedule)
         if found is not None:  # the pairs are not attained: the lower bound of an explicit run
             lower = max(epsilon_bounds(run, delta, self.tolerance, self.grid_step).lower
