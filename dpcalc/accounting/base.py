@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from functools import partial
 from typing import Callable, ClassVar
 
 from dpcalc.accounting.result import EpsilonResult
@@ -81,11 +82,14 @@ class Accountant(ABC):
         return self._delta(schedule, epsilon)
 
     def epsilon_curve(self, schedules, delta: float,
-                      on_done: Callable[[int], None] | None = None) -> list[EpsilonResult]:
+                      on_done: Callable[[int], None] | None = None,
+                      map_points: Callable | None = None) -> list[EpsilonResult]:
         """ε at ``delta`` for each schedule, as :meth:`epsilon`. Single-phase runs of one
         step read at several step counts (ε over epochs) go to :meth:`_epsilon_curve`,
         which accountants that can answer every T from one computation override.
-        ``on_done(n)``: called as every n schedules are answered (a progress bar's count)."""
+        ``on_done(n)``: called as every n schedules are answered (a progress bar's count).
+        ``map_points``: a map(function, items) to answer the single-phase families with
+        (e.g. a process pool's, for a sweep over σ or q); the built-in map by default."""
         schedules = [check_schedule(schedule) for schedule in schedules]
         delta = check_delta(delta)
         done = on_done or (lambda count: None)
@@ -100,15 +104,21 @@ class Accountant(ABC):
         by_step: dict = {}  # one curve per distinct step (everything but the step count)
         for index in curve:
             by_step.setdefault(schedules[index].phases[0].with_steps(1), []).append(index)
-        for step, indices in by_step.items():
-            if len(indices) == 1:  # one point: the point path (the same number as epsilon)
-                results[indices[0]] = self._epsilon(schedules[indices[0]], delta)
-            else:
-                counts = [schedules[index].total_steps for index in indices]
-                for index, result in zip(indices, self._epsilon_curve(step, counts, delta)):
-                    results[index] = result
+        families = [(step, [schedules[index] for index in indices])
+                    for step, indices in by_step.items()]
+        answers = (map_points or map)(partial(self._family_epsilons, delta=delta), families)
+        for indices, found in zip(by_step.values(), answers):
+            for index, result in zip(indices, found):
+                results[index] = result
             done(len(indices))
         return results
+
+    def _family_epsilons(self, family: tuple, delta: float) -> list[EpsilonResult]:
+        """ε for the schedules of one family (one step, several step counts)."""
+        step, members = family
+        if len(members) == 1:  # one point: the point path (the same number as epsilon)
+            return [self._epsilon(members[0], delta)]
+        return self._epsilon_curve(step, [member.total_steps for member in members], delta)
 
     def _epsilon_curve(self, step, counts: list[int], delta: float) -> list[EpsilonResult]:
         """ε after each count of repetitions of the one-step phase ``step`` (default: one

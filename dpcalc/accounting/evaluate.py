@@ -27,16 +27,18 @@ def epsilon_results(names: list[str], schedule: Schedule, delta: float,
 
 def epsilon_curves(names: list[str], schedules: list[Schedule], delta: float,
                    on_done: Callable[[int], None] | None = None,
+                   map_points: Callable | None = None,
                    **options) -> list[list[EpsilonResult]]:
     """Per schedule, ε from each named accountant, in order; each accountant answers all
     schedules at once (Accountant.epsilon_curve: one composition for a curve over T).
     ``on_done(n)``: called as n more (accountant, schedule) answers are in, of
-    len(names)·len(schedules) (a progress bar's count)."""
+    len(names)·len(schedules) (a progress bar's count). ``map_points``: as
+    Accountant.epsilon_curve's (e.g. a process pool's map)."""
     columns = []
     for name in names:
         accountant = make_accountant(name, **options)
         try:
-            columns.append(accountant.epsilon_curve(schedules, delta, on_done))
+            columns.append(accountant.epsilon_curve(schedules, delta, on_done, map_points))
         except DpcalcError:
             raise
         except InconsistentBounds as error:  # a bug: shown on every point, never papered over

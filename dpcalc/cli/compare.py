@@ -23,6 +23,7 @@ from dpcalc.cli.compare_output import (XScale, plot_sweep, print_wide_table, swe
                                        write_csv)
 from dpcalc.cli.compare_sweep import (MAX_SWEEP_POINTS, Point, Sweep, build_sweep,
                                       epochs_notes, parse_samplings, parse_sweep)
+from dpcalc.cli.parallel import points_map
 from dpcalc.cli.progress import counted_progress
 from dpcalc.cli.records import INPUT_LABELS, epsilon_record, result_notes
 from dpcalc.cli.render import Column, OutputFormat, Report, emit, plain_upper, show_lower, show_upper
@@ -264,9 +265,10 @@ def compare_command(
     schedules = [_point_schedule(point, relation, dataset, sweep.inputs.get("max_batch_size"))
                  for point in sweep.points]
     # a sweep over steps/epochs is one composition read at every step count
-    with counted_progress("compare", len(names) * len(schedules)) as advance:
+    with counted_progress("compare", len(names) * len(schedules)) as advance, \
+            points_map() as map_points:
         swept = epsilon_curves(names, schedules, target_delta, on_done=advance,
-                               tolerance=pb_tolerance)
+                               map_points=map_points, tolerance=pb_tolerance)
     for point, results in zip(sweep.points, swept):
         all_results.append(results)
         per_point.append(_records(point, results, context))
