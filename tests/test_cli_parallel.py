@@ -13,7 +13,7 @@ from dpcalc.errors import DpcalcError
 from dpcalc.params import check_noise_multiplier
 from tests.conftest import cli_runner
 
-SWEEP = ["compare", "--q", "0.01", "--sigma", "0.6:2:14", "--steps", "3000", "-a", "pb,rdp",
+SWEEP = ["compare", "--q", "0.01", "--sigma", "0.6:2:5", "--steps", "3000", "-a", "pb,rdp",
          "-f", "json"]
 
 
@@ -31,14 +31,22 @@ def count_pool_starts(monkeypatch) -> list:
     return started
 
 
-def test_a_sigma_sweep_on_the_pool_prints_what_one_process_prints(monkeypatch):
+@pytest.mark.parametrize("argv", [
+    SWEEP,
+    ["group", "--k", "1:4", "--batch-size", "64", "--dataset-size", "1000", "--sigma", "1",
+     "--steps", "30", "--method", "pb,rdp-group", "-f", "json"],
+    ["group", "--k", "1:3", "--batch-size", "64", "--dataset-size", "1000", "--steps", "10",
+     "--target-epsilon", "8", "-f", "json"],
+], ids=["compare --sigma", "group", "group --target-epsilon"])
+def test_a_sweep_on_the_pool_prints_what_one_process_prints(monkeypatch, argv):
     started = count_pool_starts(monkeypatch)
+    monkeypatch.setattr(parallel, "MIN_POINTS", 3)  # small runs, on the pool all the same
     runner = cli_runner()
-    pooled = runner.invoke(app, SWEEP)
+    pooled = runner.invoke(app, argv)
     assert pooled.exit_code == 0, pooled.output
-    assert started  # 14 points ≥ MIN_POINTS: the pool ran
+    assert started  # ≥ MIN_POINTS answers: the pool ran
     monkeypatch.setattr(parallel, "MIN_POINTS", 10**9)
-    alone = runner.invoke(app, SWEEP)
+    alone = runner.invoke(app, argv)
     assert alone.exit_code == 0, alone.output
     assert pooled.stdout == alone.stdout
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -267,31 +268,45 @@ def conversion_over_steps(setting: GroupSetting, k_values: Sequence[int], steps_
 
 
 # ------------------------------------------------------------------------- all methods
+def _numeric_epsilon(task: tuple, delta: float, tolerance: float) -> EpsilonResult:
+    """pb's or the seed pair's ε for one (method, setting): the costly methods, which a
+    caller's ``map_points`` may answer in other processes."""
+    name, each = task
+    return pb_epsilon(each, delta, tolerance) if name == PB else seed_epsilon(each, delta, tolerance)
+
+
 def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
                    methods: Sequence[str] = DEFAULT_METHODS,
                    tolerance: float = DEFAULT_TOLERANCE,
-                   on_done: Callable[[int], None] | None = None) -> list[tuple[int, EpsilonResult]]:
+                   on_done: Callable[[int], None] | None = None,
+                   map_points: Callable | None = None) -> list[tuple[int, EpsilonResult]]:
     """(k, result) for every k and method, k-major; the per-record profile is shared.
-    ``on_done(1)``: called after each (k, method) (a progress bar's count)."""
+    ``on_done(1)``: called after each (k, method) (a progress bar's count). ``map_points``:
+    a map(function, items) for the pb and seed compositions (e.g. a process pool's)."""
     delta = check_delta(delta)
     unknown = [name for name in methods if name not in METHODS]
     if unknown:
         raise DpcalcError(f"--method must be one of {', '.join(METHODS)}, all; got {unknown[0]!r}")
+    done = on_done or (lambda count: None)
+    wanted = [(k, name) for k in k_values for name in methods]
+    numeric = [(k, name) for k, name in wanted if name in (PB, SEED)]
+    found = {}
+    answers = (map_points or map)(partial(_numeric_epsilon, delta=delta, tolerance=tolerance),
+                                  [(name, setting.with_k(k)) for k, name in numeric])
+    for key, result in zip(numeric, answers):
+        found[key] = result
+        done(1)
     profile = record_profile(setting, delta) if GROUP_CONVERSION in methods else None
-    compute = {
-        PB: lambda each: pb_epsilon(each, delta, tolerance),
-        SEED: lambda each: seed_epsilon(each, delta, tolerance),
+    others = {
         RDP_OVERAPPROX: lambda each: rdp_overapprox_epsilon(each, delta),
         GROUP_CONVERSION: lambda each: group_conversion_epsilon(each, delta, profile),
         RDP_GROUP: lambda each: rdp_group_epsilon(each, delta),
     }
-    results = []
-    for k in k_values:
-        for name in methods:
-            results.append((k, compute[name](setting.with_k(k))))
-            if on_done is not None:
-                on_done(1)
-    return results
+    for k, name in wanted:
+        if (k, name) not in found:
+            found[(k, name)] = others[name](setting.with_k(k))
+            done(1)
+    return [(k, found[(k, name)]) for k, name in wanted]
 
 
 # ------------------------------------------------------------------------- calibration

@@ -9,6 +9,7 @@ the seed's model). --target-epsilon gives the σ per k instead.
 from __future__ import annotations
 
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import List, Optional
 
@@ -18,6 +19,7 @@ from dpcalc.accounting.samplers import (ADD_REMOVE, REPLACE_ONE, SIMPLE_SAMPLING
                                         parse_adjacency, parse_sampling)
 from dpcalc.cli import options as opt
 from dpcalc.cli.budget import check_budget, parse_max_epsilon
+from dpcalc.cli.parallel import points_map
 from dpcalc.cli.progress import counted_progress
 from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record
 from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
@@ -196,10 +198,12 @@ def _sigma_report(setting, k_values: list[int], target: float, delta: float, tol
     from dpcalc.accounting import group_bounds
 
     records = []
-    with counted_progress("group: σ per k", len(k_values)) as advance:
-        for k in k_values:
-            records.append(sigma_record(group_bounds.calibrate_group_sigma(
-                setting.with_k(k), target, delta, tolerance), target))
+    calibrate = partial(group_bounds.calibrate_group_sigma, target_epsilon=target, delta=delta,
+                        tolerance=tolerance)
+    with counted_progress("group: σ per k", len(k_values)) as advance, \
+            points_map() as map_points:
+        for found in map_points(calibrate, [setting.with_k(k) for k in k_values]):
+            records.append(sigma_record(found, target))
             advance()
     footnotes = ["σ is rounded up (a larger σ is the safe side); ε is pb's certified upper "
                  "bound at that σ, ≤ the target (its lower bound is certified too)."]
@@ -216,8 +220,10 @@ def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str]
     """ε per k and method."""
     from dpcalc.accounting import group_bounds
 
-    with counted_progress("group", len(k_values) * len(names)) as advance:
-        results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance, advance)
+    with counted_progress("group", len(k_values) * len(names)) as advance, \
+            points_map() as map_points:
+        results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance, advance,
+                                              map_points)
     records = [group_record(k, result) for k, result in results]
     return Report(command="group", title="Privacy of k protected records",
                   inputs={**inputs, "accountants": names}, results=records,
