@@ -3,6 +3,7 @@ same order as in one process, errors raised as there, and a pool that cannot sta
 breaks falls back to this process."""
 from __future__ import annotations
 
+import importlib.util
 from concurrent.futures import BrokenExecutor, Future
 
 import pytest
@@ -100,3 +101,18 @@ def test_a_pool_that_cannot_start_or_breaks_falls_back(monkeypatch, failure):
     items = list(range(-10, 10))
     with parallel.points_map() as map_points:
         assert list(map_points(abs, items)) == [abs(item) for item in items]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+def test_group_figures_from_the_pool_are_the_same_bytes(monkeypatch, tmp_path):
+    from dpcalc.cli import group_plots
+
+    started = count_pool_starts(monkeypatch)
+    argv = ["group", "--k", "1:4", "--batch-size", "64", "--dataset-size", "1000", "--sigma",
+            "1", "--steps", "30", "--method", "pb", "--plot-kind", "k", "-f", "plain", "--plot"]
+    runner = cli_runner()
+    assert runner.invoke(app, [*argv, str(tmp_path / "pooled.png")]).exit_code == 0
+    assert started  # 8 compositions at 2σ and 4σ ≥ MIN_CURVES_POOLED
+    monkeypatch.setattr(group_plots, "MIN_CURVES_POOLED", 10**9)
+    assert runner.invoke(app, [*argv, str(tmp_path / "alone.png")]).exit_code == 0
+    assert (tmp_path / "pooled.png").read_bytes() == (tmp_path / "alone.png").read_bytes()

@@ -268,7 +268,7 @@ def conversion_over_steps(setting: GroupSetting, k_values: Sequence[int], steps_
 
 
 # ------------------------------------------------------------------------- all methods
-def _numeric_epsilon(task: tuple, delta: float, tolerance: float) -> EpsilonResult:
+def numeric_epsilon(task: tuple, delta: float, tolerance: float) -> EpsilonResult:
     """pb's or the seed pair's ε for one (method, setting): the costly methods, which a
     caller's ``map_points`` may answer in other processes."""
     name, each = task
@@ -291,7 +291,7 @@ def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
     wanted = [(k, name) for k in k_values for name in methods]
     numeric = [(k, name) for k, name in wanted if name in (PB, SEED)]
     found = {}
-    answers = (map_points or map)(partial(_numeric_epsilon, delta=delta, tolerance=tolerance),
+    answers = (map_points or map)(partial(numeric_epsilon, delta=delta, tolerance=tolerance),
                                   [(name, setting.with_k(k)) for k, name in numeric])
     for key, result in zip(numeric, answers):
         found[key] = result
@@ -378,6 +378,7 @@ def calibrate_group_sigma(setting: GroupSetting, target_epsilon: float, delta: f
 
 __all__ = [
     "GroupConversion", "GroupSigma", "calibrate_group_sigma", "conversion_over_steps",
-    "convert_group", "group_conversion_epsilon", "group_epsilons", "overapprox_parameters",
+    "convert_group", "group_conversion_epsilon", "group_epsilons", "numeric_epsilon",
+    "overapprox_parameters",
     "rdp_group_epsilon", "rdp_overapprox_epsilon", "rdp_overapprox_over_steps", "record_profile",
 ]

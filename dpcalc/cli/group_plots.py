@@ -10,12 +10,14 @@ plain command.
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 
 COMPOSITIONS = [2**power for power in range(17)]  # the seed's x-axis: 2^0 … 2^16
 SIGMA_FACTORS = (1.0, 2.0, 4.0)  # ε over k is drawn for σ, 2σ and 4σ
 MAX_CURVES = 8   # values of k on the compositions figure
 MAX_POINTS = 16  # values of k on the k figure
+MIN_CURVES_POOLED = 4  # a curve over 2^0…2^16 steps costs ~0.3 s: 4 of them pay for a pool
 
 
 def spread(values: list[int], most: int) -> list[int]:
@@ -30,7 +32,8 @@ def spread(values: list[int], most: int) -> list[int]:
     return [values[index] for index in chosen]
 
 
-def _compositions(path: Path, setting, k_values: list[int], methods: list[str], delta: float):
+def _compositions(path: Path, setting, k_values: list[int], methods: list[str], delta: float,
+                  map_points):
     from dpcalc.accounting import group, group_bounds
     from dpcalc.cli import plots
 
@@ -38,12 +41,15 @@ def _compositions(path: Path, setting, k_values: list[int], methods: list[str], 
     drawn = spread(k_values, MAX_CURVES)
     conversions = (group_bounds.conversion_over_steps(setting, drawn, COMPOSITIONS, delta)
                    if "group-conversion" in shown else {})
+    curves = (dict(zip(drawn, map_points(partial(group.pb_epsilon_over_steps,
+                                                 steps_list=COMPOSITIONS, delta=delta),
+                                         [setting.with_k(k) for k in drawn])))
+              if "pb" in shown else {})
     series = []
     for k in drawn:
         each = setting.with_k(k)
         if "pb" in shown:
-            series.append(plots.GroupSeries("pb", k, group.pb_epsilon_over_steps(
-                each, COMPOSITIONS, delta)))
+            series.append(plots.GroupSeries("pb", k, curves[k]))
         if "rdp-overapprox" in shown:
             series.append(plots.GroupSeries("rdp-overapprox", k,
                                             group_bounds.rdp_overapprox_over_steps(
@@ -56,22 +62,25 @@ def _compositions(path: Path, setting, k_values: list[int], methods: list[str], 
         f"σ={setting.noise_multiplier:g}, δ={delta:g})")
 
 
-def _over_k(path: Path, setting, k_values: list[int], delta: float, table: dict, tolerance: float):
+def _over_k(path: Path, setting, k_values: list[int], delta: float, table: dict, tolerance: float,
+            map_points):
     """pb's certified upper ε at --steps over k, for σ, 2σ and 4σ; at σ the table's own."""
-    from dpcalc.accounting import group
+    from dpcalc.accounting import group_bounds
     from dpcalc.cli import plots
 
     over = spread(k_values if len(k_values) > 1 else list(range(1, k_values[0] + 1)), MAX_POINTS)
+    wanted = [(factor, k) for factor in SIGMA_FACTORS for k in over
+              if not (factor == 1.0 and k in table)]
+    settings = [setting.with_k(k).with_sigma(setting.noise_multiplier * factor)
+                for factor, k in wanted]
+    found = dict(zip(wanted, map_points(partial(group_bounds.numeric_epsilon, delta=delta,
+                                                tolerance=tolerance),
+                                        [("pb", each) for each in settings])))
     series = []
     for factor in SIGMA_FACTORS:
         sigma = setting.noise_multiplier * factor
-        values = []
-        for k in over:
-            if factor == 1.0 and k in table:
-                values.append(table[k])
-            else:
-                values.append(group.pb_epsilon(setting.with_k(k).with_sigma(sigma), delta,
-                                               tolerance).epsilon)
+        values = [table[k] if (factor, k) not in found else found[(factor, k)].epsilon
+                  for k in over]
         series.append(plots.GroupSeries("pb", None, values, f"σ = {sigma:g}"))
     plots.group_over_k_figure(
         path, over, series,
@@ -99,11 +108,15 @@ def _distributions(path: Path, setting, k_values: list[int], methods: list[str])
 
 def draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[str],
          delta: float, table: dict, tolerance: float) -> None:
-    """Write each requested figure; ``table``: {k: pb's upper ε} already computed."""
-    if "compositions" in paths:
-        _compositions(paths["compositions"], setting, k_values, methods, delta)
-    if "k" in paths:
-        _over_k(paths["k"], setting, k_values, delta, table, tolerance)
+    """Write each requested figure; ``table``: {k: pb's upper ε} already computed. The
+    compositions behind them go to a process pool where there are enough (parallel.py)."""
+    from dpcalc.cli.parallel import points_map
+
+    with points_map(min_items=MIN_CURVES_POOLED) as map_points:
+        if "compositions" in paths:
+            _compositions(paths["compositions"], setting, k_values, methods, delta, map_points)
+        if "k" in paths:
+            _over_k(paths["k"], setting, k_values, delta, table, tolerance, map_points)
     if "distributions" in paths:
         _distributions(paths["distributions"], setting, k_values, methods)
     for path in paths.values():

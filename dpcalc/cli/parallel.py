@@ -36,13 +36,13 @@ def _cores() -> int:
 class _PoolMap:
     """map(function, items), on a process pool when it pays (module doc)."""
 
-    def __init__(self) -> None:
-        self._executor = None
+    def __init__(self, min_items: int | None = None) -> None:
+        self._executor, self._min_items = None, min_items
 
     def __call__(self, function: Callable, items) -> Iterator:
         items = list(items)
         workers = min(_cores(), MAX_WORKERS, len(items))
-        if len(items) < MIN_POINTS or workers < 2:
+        if len(items) < (self._min_items or MIN_POINTS) or workers < 2:
             return map(function, items)
         try:
             executor = self._start(workers)
@@ -82,10 +82,11 @@ class _PoolMap:
 
 
 @contextmanager
-def points_map() -> Iterator[Callable]:
+def points_map(min_items: int | None = None) -> Iterator[Callable]:
     """A map for Accountant.epsilon_curve's ``map_points``; the pool (if one was started)
-    is shut down on exit."""
-    pool = _PoolMap()
+    is shut down on exit. ``min_items``: the fewest items worth a pool (default MIN_POINTS;
+    fewer for items that each cost a whole curve)."""
+    pool = _PoolMap(min_items)
     try:
         yield pool
     finally:
