@@ -76,10 +76,12 @@ def test_few_points_or_one_core_stay_in_this_process(monkeypatch):
 class HalfBroken:
     """An executor whose workers die after ``good`` answers."""
 
-    def __init__(self, good: int):
-        self.good, self.submitted = good, 0
+    def __init__(self, good: int, at_submit: bool = False):
+        self.good, self.submitted, self.at_submit = good, 0, at_submit
 
     def submit(self, function, item):
+        if self.at_submit:
+            raise BrokenExecutor("the workers could not start")
         future: Future = Future()
         if self.submitted < self.good:
             future.set_result(function(item))
@@ -89,12 +91,16 @@ class HalfBroken:
         return future
 
 
-@pytest.mark.parametrize("failure", ["cannot start", "breaks midway"])
+@pytest.mark.parametrize("failure", ["cannot start", "broken before any answer",
+                                     "breaks midway"])
 def test_a_pool_that_cannot_start_or_breaks_falls_back(monkeypatch, failure):
+    """Found by hand: with __main__ read from stdin the workers cannot load it, and the
+    pool broke at submit, outside the fallback."""
     def start(self, workers):
         if failure == "cannot start":
             raise OSError("no fork server here")
-        return HalfBroken(good=5)
+        return HalfBroken(good=0 if failure == "broken before any answer" else 5,
+                          at_submit=failure == "broken before any answer")
 
     monkeypatch.setattr(parallel, "_cores", lambda: 4)
     monkeypatch.setattr(parallel._PoolMap, "_start", start)

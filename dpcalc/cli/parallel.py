@@ -11,6 +11,7 @@ process.
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
@@ -55,7 +56,11 @@ class _PoolMap:
         """The answers in order, each as soon as it is in (a progress bar counts them)."""
         from concurrent.futures import BrokenExecutor
 
-        futures = [executor.submit(function, item) for item in items]
+        try:
+            futures = [executor.submit(function, item) for item in items]
+        except BrokenExecutor:  # its workers could not start (e.g. a __main__ they cannot load)
+            yield from map(function, items)
+            return
         for index, future in enumerate(futures):
             try:
                 yield future.result()  # a worker's error (e.g. DpcalcError) is raised here
@@ -66,6 +71,10 @@ class _PoolMap:
 
     def _start(self, workers: int):
         if self._executor is None:
+            # workers load __main__ from its file: none to load (stdin), no pool
+            main_path = getattr(sys.modules.get("__main__"), "__file__", None)
+            if main_path is not None and not os.path.exists(main_path):
+                raise OSError(f"workers cannot load __main__ from {main_path}")
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
