@@ -146,3 +146,20 @@ def test_bad_inputs_are_one_line_errors():
         risk_bounds(schedule, FPRS, prior=1.0)
     with pytest.raises(DpcalcError, match="--baseline"):
         risk_bounds(schedule, FPRS, baseline=-0.1)
+
+
+def test_certified_mu_is_the_smallest_on_every_interval_whichever_were_near(monkeypatch):
+    """_certified_mu searches merged intervals, then the ones nearest to binding; where those
+    miss a binding interval it searches all of them (it used to step part-way towards the
+    merged answer). Profile: the run's upper curves; the near set cut to 2 intervals."""
+    from dpcalc.accounting import risk
+
+    run = composed_directions(Schedule.single(0.01, 1.0, 300), 1e-12)
+    top = 3.0
+    checks = [risk._interval_checks(curve, top) for curve in risk.upper_curves(run)]
+    smallest = risk._bisect_mu(lambda mu: risk._gdp_holds(mu, checks), 1e-6)
+    monkeypatch.setattr(risk, "_GDP_POINTS", 2)
+    found = risk._certified_mu(checks, 1e-6)
+    assert risk._gdp_holds(found, checks)  # certified on every interval
+    assert not risk._gdp_holds(found * (1 - 2e-6), checks)  # and the smallest (to 1e-6)
+    assert found == pytest.approx(smallest, rel=2e-6)

@@ -227,7 +227,8 @@ def _gdp_holds(mu: float, checks) -> bool:
 def _certified_mu(checks, low: float) -> float:
     """The smallest μ (relative 1e-6) passing :func:`_gdp_holds` on every interval: searched
     on merged intervals (a merged interval's check implies its parts'), then on the intervals
-    nearest to binding, and always verified on all of them."""
+    nearest to binding, verified on all of them, and searched on all of them where that
+    fails (so the answer does not hang on which intervals were near)."""
     def merged(lefts, rights, at_left, at_right):
         index = _thinned(lefts)
         last = np.append(index[1:] - 1, lefts.size - 1)
@@ -242,14 +243,14 @@ def _certified_mu(checks, low: float) -> float:
         at_b = np.exp(log_gdp_delta(first, rights))
         with np.errstate(divide="ignore", invalid="ignore"):
             margin = np.minimum(at_b / at_left, at_b / at_right)
-        pick = np.sort(np.argsort(np.nan_to_num(margin, nan=np.inf))[:_GDP_POINTS])
+        pick = np.sort(np.argsort(np.nan_to_num(margin, nan=np.inf), kind="stable")[:_GDP_POINTS])
         near.append((lefts[pick], rights[pick], at_left[pick], at_right[pick]))
     candidate = _bisect_mu(lambda mu: _gdp_holds(mu, near), low, first)
-    for _ in range(8):
-        if candidate >= first or _gdp_holds(candidate, checks):
-            return min(candidate, first)
-        candidate = math.sqrt(candidate * first)
-    return first
+    if candidate >= first or _gdp_holds(candidate, checks):
+        return min(candidate, first)
+    # an interval outside the near ones binds: the smallest μ in [candidate, first] passing
+    # on all of them (first does: a merged interval's check implies its parts')
+    return _bisect_mu(lambda mu: _gdp_holds(mu, checks), candidate, first)
 
 
 def gdp_mu_bounds(run: ComposedRun) -> GdpBounds:
