@@ -151,6 +151,9 @@ def simulate_command(
 
     Example: dpcalc simulate --epochs 5 --target-epsilon 2 --max-epsilon 2 --format json
     """
+    from dpcalc.cli.blas_threads import single_blas_thread
+
+    single_blas_thread()  # before NumPy loads (blas_threads.py)
     from dpcalc.accounting.samplers import parse_adjacency
     from dpcalc.cli.simulate_output import emit_simulation
 
@@ -248,6 +251,7 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
                      f"show no ε")
     live = LiveAccountant(sampling_rate, config.noise_multiplier, delta, total_steps, accounted,
                           model, tuple(epoch_end_steps(config, n_train)), applies)
+    live.start()  # ε of the planned epochs, computed while the model trains
     inputs = echoed_inputs(config, train, test, source, request, sampling_rate, total_steps,
                      calibration, run_model, applies)
     canaries = None
@@ -269,6 +273,8 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
         if request.with_baseline:
             progress.start("baseline", total_steps)
             baseline_record = train_baseline(config, train, test, on_step=progress.step).final
+        live.settle()
+        progress.epoch_settled()
         if request.audit is not None:
             audit = run_audit(request, config, n_train, canaries, history, rows[-1], progress)
     group = None

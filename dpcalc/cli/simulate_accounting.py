@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from dpcalc.cli.simulate_model import EpochRow
 from dpcalc.cli.simulate_setup import LIVE_ACCOUNTANTS
@@ -69,11 +69,45 @@ def accounted_epoch_numbers(expected_epochs: int) -> set[int] | None:
             for i in range(1, ACCOUNTED_EPOCHS + 1)}
 
 
+class _Background:
+    """One computation on a daemon thread (it never holds up the interpreter's exit, e.g.
+    after Ctrl-C): its answer, or its exception re-raised, from ``result()``."""
+
+    def __init__(self, function: Callable[[], object]) -> None:
+        import threading
+
+        self._function, self._outcome = function, None
+        self._thread = threading.Thread(target=self._run, name="dpcalc-accounting", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._outcome = (True, self._function())
+        except BaseException as error:  # re-raised in the caller's thread by result()
+            self._outcome = (False, error)
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self):
+        self._thread.join()
+        succeeded, value = self._outcome
+        if not succeeded:
+            raise value
+        return value
+
+
 @dataclass
 class LiveAccountant:
-    """Called at each epoch end: ε (pb and rdp) for the steps actually run. ``applies``
-    False (shuffle under add/remove): the row carries no ε, only pb's Poisson figure under
-    ``poisson_reference``, which does not apply to the run."""
+    """ε (pb and rdp) at each epoch end for the steps actually run. ``applies`` False
+    (shuffle under add/remove): the row carries no ε, only pb's Poisson figure under
+    ``poisson_reference``, which does not apply to the run.
+
+    The planned epoch ends are known before training starts, so ``start()`` computes
+    their ε on two background threads (one curve for the planned ends, the point path for
+    the last) while the model trains; NumPy's large array operations release the GIL.
+    ``row()`` fills an epoch's ε at once if it is in, else leaves it for ``settle()``, which
+    waits for the rest. The numbers are those of computing them in turn (test)."""
 
     sampling_rate: float
     noise_multiplier: float
@@ -84,24 +118,59 @@ class LiveAccountant:
     # the planned epoch ends: their ε is computed together, from one composition
     epoch_ends: tuple[int, ...] = ()
     applies: bool = True
-    _curve: dict = field(default_factory=dict)
+    _curve: "_Background | None" = None
+    _final: "_Background | None" = None
+    _pending: list = field(default_factory=list)
+
+    def start(self) -> None:
+        """Start computing the planned epochs' ε in the background."""
+        if self._planned():
+            self._curve = _Background(self._precompute)
+        self._final = _Background(lambda: tuple(self._point(self.total_steps)))
 
     def row(self, record: "EpochRecord") -> EpochRow:
+        """The epoch's row; its ε now if known, else filled in by ``settle()``."""
+        row = EpochRow(record)
         wanted = (self.accounted is None or record.epoch in self.accounted
                   or record.steps_done == self.total_steps)
         if not wanted:
-            return EpochRow(record)
-        if not self._curve and record.steps_done in self._planned():
-            self._curve.update(self._precompute())
-        if record.steps_done in self._curve:
-            pb, rdp = self._curve[record.steps_done]
+            return row
+        if self._final is None:
+            self.start()
+        source = self._source(record.steps_done)
+        if source is None:  # not a planned epoch end: now
+            self._fill(row, *self._point(record.steps_done))
         else:
-            pb, rdp = epsilon_for_steps(LIVE_ACCOUNTANTS, self.sampling_rate,
-                                        self.noise_multiplier, record.steps_done, self.delta,
-                                        self.model)
-        if not self.applies:
-            return EpochRow(record, poisson_reference=pb)
-        return EpochRow(record, pb, rdp)
+            self._pending.append((row, source))
+            self.settle(wait=False)
+        return row
+
+    def settle(self, wait: bool = True) -> None:
+        """Fill every pending row whose ε is in (all of them, waiting, if ``wait``)."""
+        still = []
+        for row, source in self._pending:
+            if wait or source.done():
+                answer = source.result()
+                self._fill(row, *(answer if source is self._final
+                                  else answer[row.record.steps_done]))
+            else:
+                still.append((row, source))
+        self._pending = still
+
+    def _source(self, steps: int) -> "_Background | None":
+        if steps == self.total_steps:
+            return self._final
+        return self._curve if steps in self._planned() else None
+
+    def _fill(self, row: EpochRow, pb: "EpsilonResult", rdp: "EpsilonResult") -> None:
+        if self.applies:
+            row.epsilon, row.epsilon_rdp = pb, rdp
+        else:
+            row.poisson_reference = pb
+
+    def _point(self, steps: int) -> list["EpsilonResult"]:
+        return epsilon_for_steps(LIVE_ACCOUNTANTS, self.sampling_rate, self.noise_multiplier,
+                                 steps, self.delta, self.model)
 
     def _planned(self) -> list[int]:
         """The step counts of the epochs that get ε, as planned."""

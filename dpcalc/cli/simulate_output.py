@@ -325,6 +325,9 @@ class SilentProgress:
     def epoch_done(self, row: "EpochRow", expected_epochs: int) -> None:
         pass
 
+    def epoch_settled(self) -> None:
+        pass
+
 
 class BarProgress:
     """A Rich progress bar over steps; its status shows the latest epoch and ε."""
@@ -332,6 +335,7 @@ class BarProgress:
     def __init__(self, progress) -> None:
         self._progress = progress
         self._task = None
+        self._last_epoch = None  # (task, row, expected epochs) of the latest epoch_done
 
     def start(self, description: str, total_steps: int) -> None:
         self._task = self._progress.add_task(description, total=total_steps, status="")
@@ -340,7 +344,15 @@ class BarProgress:
         self._progress.update(self._task, completed=record.step)
 
     def epoch_done(self, row: "EpochRow", expected_epochs: int) -> None:
+        self._last_epoch = (self._task, row, expected_epochs)
         self._progress.update(self._task, status=epoch_status(row, expected_epochs))
+
+    def epoch_settled(self) -> None:
+        """The latest epoch's status again, now that its ε (computed in the background,
+        simulate_accounting.LiveAccountant) is in."""
+        if self._last_epoch is not None:
+            task, row, expected_epochs = self._last_epoch
+            self._progress.update(task, status=epoch_status(row, expected_epochs))
 
 
 def epoch_status(row: "EpochRow", expected_epochs: int) -> str:
