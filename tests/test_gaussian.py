@@ -243,3 +243,25 @@ def test_module_does_not_import_scipy_optimize_at_import_time():
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=str(__import__('pathlib').Path(__file__).resolve().parents[1]))
     assert output.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_gdp_delta_stays_monotone_when_exp_differs_in_the_last_bit(monkeypatch, seed):
+    """Another CPU's exp (NumPy's SIMD one) differs in the last bit: δ must stay
+    non-increasing there too (1 − e^ε + e^ε δ(−ε) went 1 − 2^-53 → 1 at μ = 30), and
+    accurate for ε < 0 on both sides of its switch at δ = 1/2."""
+    rng = np.random.default_rng(seed)
+    exact_exp = np.exp
+
+    def other_cpu_exp(x, *args, **kwargs):
+        y = exact_exp(x, *args, **kwargs)
+        return y * (1 + rng.integers(-1, 2, np.shape(y)) * 1.1e-16) if np.ndim(y) else y
+
+    monkeypatch.setattr(np, "exp", other_cpu_exp)
+    epsilons = np.linspace(-20.0, 300.0, 64001)
+    for mu in (1e-4, 0.2, 1.0, 4.0, 30.0):
+        assert np.all(np.diff(gdp_delta(epsilons, mu)) <= 0.0), mu
+        for epsilon in (-1e-9, -1e-3, -0.69, -0.7, -3.0, -200.0):
+            expected = delta_mpmath(epsilon, mu)
+            assert gdp_delta(epsilon, mu) == pytest.approx(expected, rel=1e-15)
+            assert gdp_delta(np.array([epsilon]), mu)[0] == pytest.approx(expected, rel=1e-15)

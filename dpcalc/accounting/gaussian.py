@@ -124,6 +124,9 @@ def _delta_scalar(epsilon: float, mu: float) -> float:
         return min(1.0, math.exp(_log_delta_nonnegative(epsilon, mu)))
     if epsilon == -math.inf:
         return 1.0
+    complement = float(_complement_negative(epsilon, mu))
+    if complement <= 0.5:  # near 1: correctly rounded (_complement_negative)
+        return min(1.0, max(0.0, 1.0 - complement))
     # GDP is symmetric, so for ε < 0: δ(ε) = 1 − e^ε + e^ε δ(−ε) (a sum of non-negatives).
     reflected = math.exp(_log_delta_nonnegative(-epsilon, mu))
     return min(1.0, -math.expm1(epsilon) + math.exp(epsilon) * reflected)
@@ -145,10 +148,26 @@ def gdp_delta(epsilon, mu: float):
     out[nonnegative] = _delta_nonnegative_array(flat[nonnegative], mu)
     negative = flat[~nonnegative]
     with np.errstate(all="ignore"):
+        complement = _complement_negative(negative, mu)
+        # GDP is symmetric: δ(ε) = 1 − e^ε + e^ε δ(−ε), a sum of non-negatives (accurate
+        # where δ is small); near 1, 1 − (1 − δ) instead (module doc of the helper)
         reflected = _delta_nonnegative_array(-negative, mu)
-        mirrored = -np.expm1(negative) + np.exp(negative) * reflected
-    out[~nonnegative] = np.where(np.isneginf(negative), 1.0, np.minimum(mirrored, 1.0))
+        mirrored = np.where(complement <= 0.5, 1.0 - complement,
+                            -np.expm1(negative) + np.exp(negative) * reflected)
+    out[~nonnegative] = np.where(np.isneginf(negative), 1.0, np.clip(mirrored, 0.0, 1.0))
     return out.reshape(values.shape)
+
+
+def _complement_negative(epsilon, mu: float):
+    """1 − δ(ε) of μ-GDP for ε < 0, as the sum of positives Φ(ε/μ − μ/2) + e^ε Φ(−ε/μ − μ/2)
+    (the same formula, Balle & Wang 2018, Thm 8). Where it is ≤ 1/2, 1 minus it is
+    correctly rounded, so δ stays non-increasing near 1 whatever the last bit of exp
+    (1 − e^ε + e^ε δ(−ε) did not: at μ = 30 it went 1 − 2^-53 → 1 as ε grew, on a CPU
+    whose exp differs in the last bit); below 1/2 the sum of non-negatives is the accurate
+    one (1 − (1 − δ) would lose ~1e-16/δ relative)."""
+    if mu == 0.0:  # identical distributions: δ(ε) = 1 − e^ε
+        return np.exp(epsilon)
+    return special.ndtr(epsilon / mu - 0.5 * mu) + np.exp(epsilon) * special.ndtr(-epsilon / mu - 0.5 * mu)
 
 
 # --------------------------------------------------------------------------- solver
