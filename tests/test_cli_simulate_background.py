@@ -144,3 +144,20 @@ def test_the_simulate_command_loads_numpy_with_one_blas_thread():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
                           check=True)
     assert done.stdout.split()[-1] == "1"
+
+
+def test_the_group_figure_is_computed_in_the_background_with_the_same_number():
+    from dpcalc.cli.simulate_accounting import (group_epsilon, group_epsilon_in_background,
+                                                group_setting)
+
+    setting = group_setting(2, 64, 2400, SIGMA, ENDS[-1], ("poisson", "add-remove"))
+    job = group_epsilon_in_background(setting, DELTA)
+    expected = group_epsilon(setting, DELTA)
+    found = job.result()
+    assert (found.epsilon, found.epsilon_lower) == (expected.epsilon, expected.epsilon_lower)
+    # and through the command: the JSON's group figure is that number
+    from tests.conftest import run_json
+
+    payload = run_json("simulate", "--samples", "3000", "--batch-size", "64", "--epochs", "3",
+                       "--sigma", repr(SIGMA), "--delta", repr(DELTA), "--k", "2")
+    assert payload["group"]["epsilon"] == expected.epsilon

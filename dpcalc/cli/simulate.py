@@ -17,7 +17,8 @@ from dpcalc.cli.render import OutputFormat, warn
 from dpcalc.cli.simulate_accounting import (LiveAccountant, accounted_epoch_numbers,
                                             accounting_model, calibrate_sigma,
                                             SHUFFLE_NOTE, certificate_applies, certified_epsilon,
-                                            epsilon_for_steps, group_epsilon, group_setting)
+                                            epsilon_for_steps, group_epsilon_in_background,
+                                            group_setting)
 from dpcalc.cli.simulate_model import (AuditOutcome, DataChoice, EpochRow, SimulationOutcome,
                                       SimulationRequest)
 from dpcalc.cli.simulate_setup import (data_choice_from_options, echoed_inputs,
@@ -252,6 +253,11 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     live = LiveAccountant(sampling_rate, config.noise_multiplier, delta, total_steps, accounted,
                           model, tuple(epoch_end_steps(config, n_train)), applies)
     live.start()  # ε of the planned epochs, computed while the model trains
+    group_job = None
+    if group_size is not None:  # for the planned steps, also while the model trains
+        group_job = group_epsilon_in_background(
+            group_setting(group_size, config.batch_size, n_train, config.noise_multiplier,
+                          total_steps, run_model), delta)
     inputs = echoed_inputs(config, train, test, source, request, sampling_rate, total_steps,
                      calibration, run_model, applies)
     canaries = None
@@ -277,11 +283,8 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
         progress.epoch_settled()
         if request.audit is not None:
             audit = run_audit(request, config, n_train, canaries, history, rows[-1], progress)
-    group = None
-    if group_size is not None:
-        group = group_epsilon(group_setting(group_size, config.batch_size, n_train,
-                                            config.noise_multiplier, rows[-1].record.steps_done,
-                                            run_model), delta)
+    # every run ends after the planned steps (epoch_end_steps ends there)
+    group = None if group_job is None else group_job.result()
     return SimulationOutcome(inputs, rows, total_steps, baseline_record, group, notes, audit)
 
 

@@ -69,7 +69,7 @@ def accounted_epoch_numbers(expected_epochs: int) -> set[int] | None:
             for i in range(1, ACCOUNTED_EPOCHS + 1)}
 
 
-class _Background:
+class Background:
     """One computation on a daemon thread (it never holds up the interpreter's exit, e.g.
     after Ctrl-C): its answer, or its exception re-raised, from ``result()``."""
 
@@ -118,15 +118,15 @@ class LiveAccountant:
     # the planned epoch ends: their ε is computed together, from one composition
     epoch_ends: tuple[int, ...] = ()
     applies: bool = True
-    _curve: "_Background | None" = None
-    _final: "_Background | None" = None
+    _curve: "Background | None" = None
+    _final: "Background | None" = None
     _pending: list = field(default_factory=list)
 
     def start(self) -> None:
         """Start computing the planned epochs' ε in the background."""
         if self._planned():
-            self._curve = _Background(self._precompute)
-        self._final = _Background(lambda: tuple(self._point(self.total_steps)))
+            self._curve = Background(self._precompute)
+        self._final = Background(lambda: tuple(self._point(self.total_steps)))
 
     def row(self, record: "EpochRecord") -> EpochRow:
         """The epoch's row; its ε now if known, else filled in by ``settle()``."""
@@ -157,7 +157,7 @@ class LiveAccountant:
                 still.append((row, source))
         self._pending = still
 
-    def _source(self, steps: int) -> "_Background | None":
+    def _source(self, steps: int) -> "Background | None":
         if steps == self.total_steps:
             return self._final
         return self._curve if steps in self._planned() else None
@@ -208,6 +208,12 @@ def group_setting(group_size: int, batch_size: int, n_train: int, noise_multipli
     from dpcalc.accounting.group import GroupSetting
 
     return GroupSetting(group_size, batch_size, n_train, noise_multiplier, steps, *model)
+
+
+def group_epsilon_in_background(setting, delta: float) -> Background:
+    """group_epsilon on a background thread (the run's model and step count are known
+    before training starts): its ``result()`` is the same EpsilonResult."""
+    return Background(lambda: group_epsilon(setting, delta))
 
 
 def group_epsilon(setting, delta: float) -> "EpsilonResult":
