@@ -153,6 +153,7 @@ _GDP_DELTA_FLOOR = 1e-10   # μ is certified where the profile is above this
 _GDP_POINTS = 4000         # breakpoints kept for the μ search (every interval still covered)
 _GDP_MAX_MU = 64.0
 _GDP_FAILURE = 1e-4 * _GDP_DELTA_FLOOR  # the rounding failure of the lower profile μ reads
+_HOLD_MARGIN = 1e-10  # relative, below the computed δ_μ (_gdp_holds)
 
 
 def log_gdp_delta(mu: float, epsilons: np.ndarray) -> np.ndarray:
@@ -219,7 +220,10 @@ def _gdp_holds(mu: float, checks) -> bool:
             log_rise = (log_ndtr(-rights / mu - mu / 2.0) + rights
                         + np.log(-np.expm1(np.minimum(lefts - rights, 0.0))))
         tangent = at_b + np.exp(np.minimum(log_rise, _MAX_EXPONENT))
-        if np.any(at_left > tangent) or np.any(at_right > at_b):
+        # δ_μ and its tangent are float values (relative error ~1e-15): the check keeps a
+        # margin of _HOLD_MARGIN below them, so a μ that passes holds for the exact ones
+        safe_tangent, safe_at_b = tangent * (1.0 - _HOLD_MARGIN), at_b * (1.0 - _HOLD_MARGIN)
+        if np.any(at_left > safe_tangent) or np.any(at_right > safe_at_b):
             return False
     return True
 
@@ -246,11 +250,18 @@ def _certified_mu(checks, low: float) -> float:
         pick = np.sort(np.argsort(np.nan_to_num(margin, nan=np.inf), kind="stable")[:_GDP_POINTS])
         near.append((lefts[pick], rights[pick], at_left[pick], at_right[pick]))
     candidate = _bisect_mu(lambda mu: _gdp_holds(mu, near), low, first)
-    if candidate >= first or _gdp_holds(candidate, checks):
-        return min(candidate, first)
-    # an interval outside the near ones binds: the smallest μ in [candidate, first] passing
-    # on all of them (first does: a merged interval's check implies its parts')
-    return _bisect_mu(lambda mu: _gdp_holds(mu, checks), candidate, first)
+
+    def holds_everywhere(mu: float) -> bool:
+        return _gdp_holds(mu, checks)
+
+    if candidate < first and holds_everywhere(candidate):
+        return candidate
+    # A merged interval's check implies its parts' in exact arithmetic: checked here, not
+    # assumed (an independent review found the check non-monotone in μ's last bits).
+    if holds_everywhere(first):
+        # where an interval outside the near ones binds: the smallest μ in [candidate, first]
+        return first if candidate >= first else _bisect_mu(holds_everywhere, candidate, first)
+    return _bisect_mu(holds_everywhere, first)  # upward from first (inf if none ≤ 64 holds)
 
 
 def gdp_mu_bounds(run: ComposedRun) -> GdpBounds:
