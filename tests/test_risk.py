@@ -163,3 +163,24 @@ def test_certified_mu_is_the_smallest_on_every_interval_whichever_were_near(monk
     assert risk._gdp_holds(found, checks)  # certified on every interval
     assert not risk._gdp_holds(found * (1 - 2e-6), checks)  # and the smallest (to 1e-6)
     assert found == pytest.approx(smallest, rel=2e-6)
+
+
+def test_certified_mu_never_returns_a_mu_that_fails_on_every_interval(monkeypatch):
+    """Whatever the merged and near searches say (their implication holds only in exact
+    arithmetic), the returned μ passes the check on all intervals: here the merged
+    intervals pass from μ = 1, the near ones from 0.5, and all of them only from 1.5."""
+    from dpcalc.accounting import risk
+
+    run = composed_directions(Schedule.single(0.01, 1.0, 300), 1e-12)
+    checks = [risk._interval_checks(curve, 3.0) for curve in risk.upper_curves(run)]
+    sizes = {"all": checks[0][0].size}
+
+    def fake_holds(mu, given):
+        size = given[0][0].size
+        threshold = 1.5 if size == sizes["all"] else 0.5 if size <= 2 else 1.0
+        return mu >= threshold
+
+    monkeypatch.setattr(risk, "_GDP_POINTS", 2)
+    monkeypatch.setattr(risk, "_gdp_holds", fake_holds)
+    found = risk._certified_mu(checks, 1e-6)
+    assert fake_holds(found, checks) and found == pytest.approx(1.5, rel=2e-6)
