@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
+from typing import Callable
 
 COMPOSITIONS = [2**power for power in range(17)]  # the seed's x-axis: 2^0 … 2^16
 SIGMA_FACTORS = (1.0, 2.0, 4.0)  # ε over k is drawn for σ, 2σ and 4σ
@@ -33,38 +34,45 @@ def spread(values: list[int], most: int) -> list[int]:
 
 
 def _compositions(path: Path, setting, k_values: list[int], methods: list[str], delta: float,
-                  map_points):
+                  map_points) -> Callable[[], None]:
+    """Start the per-k pb curves (on the pool, if any); returns what draws the figure once
+    they are in."""
     from dpcalc.accounting import group, group_bounds
     from dpcalc.cli import plots
 
     shown = [name for name in methods if name in ("pb", "rdp-overapprox", "group-conversion")]
     drawn = spread(k_values, MAX_CURVES)
-    conversions = (group_bounds.conversion_over_steps(setting, drawn, COMPOSITIONS, delta)
-                   if "group-conversion" in shown else {})
-    curves = (dict(zip(drawn, map_points(partial(group.pb_epsilon_over_steps,
-                                                 steps_list=COMPOSITIONS, delta=delta),
-                                         [setting.with_k(k) for k in drawn])))
-              if "pb" in shown else {})
-    series = []
-    for k in drawn:
-        each = setting.with_k(k)
-        if "pb" in shown:
-            series.append(plots.GroupSeries("pb", k, curves[k]))
-        if "rdp-overapprox" in shown:
-            series.append(plots.GroupSeries("rdp-overapprox", k,
-                                            group_bounds.rdp_overapprox_over_steps(
-                                                each, COMPOSITIONS, delta)))
-        if "group-conversion" in shown:
-            series.append(plots.GroupSeries("group-conversion", k, conversions[k]))
-    plots.group_compositions_figure(
-        path, COMPOSITIONS, series,
-        f"ε over compositions (B={setting.batch_size}, N={setting.dataset_size}, "
-        f"σ={setting.noise_multiplier:g}, δ={delta:g})")
+    curves = (map_points(partial(group.pb_epsilon_over_steps, steps_list=COMPOSITIONS, delta=delta),
+                         [setting.with_k(k) for k in drawn])
+              if "pb" in shown else iter(()))
+
+    def finish() -> None:
+        conversions = (group_bounds.conversion_over_steps(setting, drawn, COMPOSITIONS, delta)
+                       if "group-conversion" in shown else {})
+        pb_curves = dict(zip(drawn, curves))
+        series = []
+        for k in drawn:
+            each = setting.with_k(k)
+            if "pb" in shown:
+                series.append(plots.GroupSeries("pb", k, pb_curves[k]))
+            if "rdp-overapprox" in shown:
+                series.append(plots.GroupSeries("rdp-overapprox", k,
+                                                group_bounds.rdp_overapprox_over_steps(
+                                                    each, COMPOSITIONS, delta)))
+            if "group-conversion" in shown:
+                series.append(plots.GroupSeries("group-conversion", k, conversions[k]))
+        plots.group_compositions_figure(
+            path, COMPOSITIONS, series,
+            f"ε over compositions (B={setting.batch_size}, N={setting.dataset_size}, "
+            f"σ={setting.noise_multiplier:g}, δ={delta:g})")
+
+    return finish
 
 
 def _over_k(path: Path, setting, k_values: list[int], delta: float, table: dict, tolerance: float,
-            map_points):
-    """pb's certified upper ε at --steps over k, for σ, 2σ and 4σ; at σ the table's own."""
+            map_points) -> Callable[[], None]:
+    """pb's certified upper ε at --steps over k, for σ, 2σ and 4σ; at σ the table's own.
+    Starts the compositions (on the pool, if any); returns what draws the figure."""
     from dpcalc.accounting import group_bounds
     from dpcalc.cli import plots
 
@@ -73,19 +81,23 @@ def _over_k(path: Path, setting, k_values: list[int], delta: float, table: dict,
               if not (factor == 1.0 and k in table)]
     settings = [setting.with_k(k).with_sigma(setting.noise_multiplier * factor)
                 for factor, k in wanted]
-    found = dict(zip(wanted, map_points(partial(group_bounds.numeric_epsilon, delta=delta,
-                                                tolerance=tolerance),
-                                        [("pb", each) for each in settings])))
-    series = []
-    for factor in SIGMA_FACTORS:
-        sigma = setting.noise_multiplier * factor
-        values = [table[k] if (factor, k) not in found else found[(factor, k)].epsilon
-                  for k in over]
-        series.append(plots.GroupSeries("pb", None, values, f"σ = {sigma:g}"))
-    plots.group_over_k_figure(
-        path, over, series,
-        f"pb ε over k (B={setting.batch_size}, N={setting.dataset_size}, "
-        f"T={setting.steps}, δ={delta:g})")
+    answers = map_points(partial(group_bounds.numeric_epsilon, delta=delta, tolerance=tolerance),
+                         [("pb", each) for each in settings])
+
+    def finish() -> None:
+        found = dict(zip(wanted, answers))
+        series = []
+        for factor in SIGMA_FACTORS:
+            sigma = setting.noise_multiplier * factor
+            values = [table[k] if (factor, k) not in found else found[(factor, k)].epsilon
+                      for k in over]
+            series.append(plots.GroupSeries("pb", None, values, f"σ = {sigma:g}"))
+        plots.group_over_k_figure(
+            path, over, series,
+            f"pb ε over k (B={setting.batch_size}, N={setting.dataset_size}, "
+            f"T={setting.steps}, δ={delta:g})")
+
+    return finish
 
 
 def _distributions(path: Path, setting, k_values: list[int], methods: list[str]):
@@ -109,15 +121,22 @@ def _distributions(path: Path, setting, k_values: list[int], methods: list[str])
 def draw(paths: dict[str, Path], setting, k_values: list[int], methods: list[str],
          delta: float, table: dict, tolerance: float) -> None:
     """Write each requested figure; ``table``: {k: pb's upper ε} already computed. The
-    compositions behind them go to a process pool where there are enough (parallel.py)."""
+    compositions behind them go to a process pool where there are enough (parallel.py), all
+    submitted first: this process draws the densities, and each figure, while the workers
+    compute the next one's (the same figures, byte for byte)."""
     from dpcalc.cli.parallel import points_map
 
     with points_map(min_items=MIN_CURVES_POOLED) as map_points:
+        pending = []
         if "compositions" in paths:
-            _compositions(paths["compositions"], setting, k_values, methods, delta, map_points)
+            pending.append(_compositions(paths["compositions"], setting, k_values, methods,
+                                         delta, map_points))
         if "k" in paths:
-            _over_k(paths["k"], setting, k_values, delta, table, tolerance, map_points)
-    if "distributions" in paths:
-        _distributions(paths["distributions"], setting, k_values, methods)
+            pending.append(_over_k(paths["k"], setting, k_values, delta, table, tolerance,
+                                   map_points))
+        if "distributions" in paths:
+            _distributions(paths["distributions"], setting, k_values, methods)
+        for finish in pending:
+            finish()
     for path in paths.values():
         sys.stderr.write(f"plot written to {path}\n")

@@ -49,18 +49,19 @@ class _PoolMap:
             executor = self._start(workers)
         except (OSError, ImportError, ValueError):  # no fork server here: this process
             return map(function, items)
-        return self._gather(executor, function, items)
+        from concurrent.futures import BrokenExecutor
+
+        try:  # submitted now: the caller may do other work while the workers compute
+            futures = [executor.submit(function, item) for item in items]
+        except BrokenExecutor:  # its workers could not start (e.g. a __main__ they cannot load)
+            return map(function, items)
+        return self._gather(futures, function, items)
 
     @staticmethod
-    def _gather(executor, function: Callable, items: list) -> Iterator:
+    def _gather(futures: list, function: Callable, items: list) -> Iterator:
         """The answers in order, each as soon as it is in (a progress bar counts them)."""
         from concurrent.futures import BrokenExecutor
 
-        try:
-            futures = [executor.submit(function, item) for item in items]
-        except BrokenExecutor:  # its workers could not start (e.g. a __main__ they cannot load)
-            yield from map(function, items)
-            return
         for index, future in enumerate(futures):
             try:
                 yield future.result()  # a worker's error (e.g. DpcalcError) is raised here
