@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from dpcalc.accounting.fft_error import UNIT_ROUNDOFF
 from dpcalc.accounting.mixture import GaussianMixturePair, _log_diff
 from dpcalc.accounting.pld import LOWER, UPPER, DiscretePld
 
@@ -57,6 +58,17 @@ def masses_from_tails(p_above, p_below, q_above, q_below):
     return log_p, log_q, float(p_below[0]), float(p_above[-1])
 
 
+def _loss_error(log_p: np.ndarray, log_q: np.ndarray, edges: np.ndarray,
+                grid_step: float) -> np.ndarray:
+    """A bound on the float error of a bucket's loss ln P_k − ln Q_k measured from a grid
+    point: each log is within about an ulp of its value (u·|ln m|; measured against
+    mpmath at 6 pairs and grids, 2.0e-14 to 2.6e-14, ≤ 1.4·u·(|ln P| + |ln Q| + |e|)), so
+    4u·(|ln P| + |ln Q| + |e|), plus 4u·h for the split's own rounding."""
+    with np.errstate(invalid="ignore"):
+        size = np.abs(log_p) + np.abs(log_q) + np.abs(edges) + grid_step
+    return 4.0 * UNIT_ROUNDOFF * np.where(np.isfinite(size), size, 0.0)
+
+
 def connect_the_dots(pair, direction: str, grid_step: float, first: int, last: int):
     """Connect-the-dots masses on the grid points first..last (in units of ``grid_step``)
     of the buckets between them, and the P-masses below the first and above the last
@@ -65,9 +77,13 @@ def connect_the_dots(pair, direction: str, grid_step: float, first: int, last: i
     # Buckets (e_k, e_{k+1}] between grid points.
     log_p, log_q, log_below, log_above = _bucket_masses(pair, direction, grid)
     mass = np.exp(log_p)
-    # Exact in-bucket loss ℓ_k = ln(P_k/Q_k) as an offset in [0, h] from e_k.
+    # Exact in-bucket loss ℓ_k = ln(P_k/Q_k) as an offset in [0, h] from e_k, at the top of
+    # its float error (_loss_error): more of the bucket to the higher point than the exact
+    # split only raises δ(ε) = E[(1 − e^{ε−L})_+] for every ε, and after composition
+    # (convolution keeps the stochastic order), so the bound stays an upper bound.
+    float_error = _loss_error(log_p, log_q, grid[:-1], grid_step)
     with np.errstate(invalid="ignore"):
-        offset_in_bucket = np.clip(log_p - log_q - grid[:-1], 0.0, grid_step)
+        offset_in_bucket = np.clip(log_p - log_q - grid[:-1] + float_error, 0.0, grid_step)
     offset_in_bucket = np.where(np.isfinite(offset_in_bucket), offset_in_bucket, grid_step)
     # Connect-the-dots split preserving P_k and Q_k: mass b at e_{k+1}, P_k − b at e_k.
     to_right = mass * (-np.expm1(-offset_in_bucket)) / (-math.expm1(-grid_step))
@@ -88,8 +104,11 @@ def centred_rounding(pair, direction: str, grid_step: float, first: int, last: i
     edges = (np.arange(first, last + 2) - 0.5) * grid_step
     log_p, log_q, log_below, log_above = _bucket_masses(pair, direction, edges)
     pmf = np.exp(log_p)
+    # rounded − exact loss, at the top of its float error (_loss_error): the slack η bounds
+    # the upper tail of their sum (chernoff.rounding_slack), so larger is the safe side
+    float_error = _loss_error(log_p, log_q, grid, grid_step)
     with np.errstate(invalid="ignore"):
-        errors = np.clip(grid - (log_p - log_q), -0.5 * grid_step, 0.5 * grid_step)
+        errors = np.clip(grid - (log_p - log_q), -0.5 * grid_step, 0.5 * grid_step) + float_error
     errors = np.where(np.isfinite(errors), errors, 0.0)
     return pmf, errors, math.exp(log_below), math.exp(log_above)
 
