@@ -32,7 +32,8 @@ from dpcalc.accounting import fourier
 from dpcalc.accounting.special_functions import binomial_upper_tail, gammaln
 
 from dpcalc.accounting.chernoff import _min_over_lambda, rounding_slack
-from dpcalc.accounting.discretise import _bucket_masses, centred_rounding, connect_the_dots
+from dpcalc.accounting.discretise import (_bucket_masses, _loss_error, _pair_log_error,
+                                         centred_rounding, connect_the_dots)
 from dpcalc.accounting.fft_compose import compose
 from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, fft_relative_error, full_spectrum_weights
 from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, DiscretePld, GridTooLarge
@@ -156,10 +157,12 @@ def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: 
     edges = np.concatenate([[(top + 0.5) * fine], points + 0.5 * coarse])
     log_p, log_q, _, log_above = _bucket_masses(pair, direction, edges)
     jumps = np.exp(log_p)
-    with np.errstate(invalid="ignore"):
-        jump_errors = np.clip(points - (log_p - log_q), -0.5 * coarse, 0.5 * coarse)
+    with np.errstate(invalid="ignore"):  # at the safe end of the loss's float error
+        jump_errors = (np.clip(points - (log_p - log_q), -0.5 * coarse, 0.5 * coarse)
+                       + _loss_error(log_p, log_q, points, coarse,
+                                     _pair_log_error(pair, direction, edges)))
     jump_errors = np.where(np.isfinite(jump_errors), jump_errors, 0.0)
-    jump_errors[0] = min(jump_errors[0], 0.0)
+    jump_errors[0] = min(jump_errors[0], 0.0)  # the exact one is ≤ 0 (see above)
     above = math.exp(log_above)
     mass = float(jumps.sum()) + above
     # given a jump, the errors' law (the top's rounded-down mass has error ≤ 0: bound 0)

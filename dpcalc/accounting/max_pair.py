@@ -84,6 +84,14 @@ class DiscretePair:
         tails = self.log_tails(direction, edges[[0, -1]])
         return out[0], out[1], float(tails[1][0]), float(tails[0][1])
 
+    def bucket_log_error(self, direction: str, edges) -> np.ndarray:
+        """A bound on the error of log_bucket_masses' ln P_k and ln Q_k beyond an ulp: each
+        is a running logaddexp over the bucket's n cells, ≤ 4u per step (n − 1 steps)."""
+        _, _, loss = self._sorted(direction)
+        split = np.searchsorted(loss, np.asarray(edges, dtype=float), side="right")
+        cells = np.maximum(split[1:] - split[:-1], 1)
+        return 4.0 * 2.0**-53 * (cells - 1)
+
     def loss_range(self, direction: str, half_width: float = 0.0) -> tuple[float, float]:
         """The smallest and largest finite losses (±∞ cells fall outside, as tails)."""
         loss = self._loss if direction == REMOVE else -self._loss
