@@ -105,7 +105,9 @@ def test_split_lower_window_is_sized_where_it_is_read():
                                            tail_mass, half_width, 3.73)
     assert slack < -10.0  # the case in point: a large negative slack
     assert composed.valid_from == pytest.approx(3.73 + slack)
-    assert composed.window_mass <= tail_mass * (1 + 1e-9)  # was 4.8e-8 (tail_mass 1.5e-23)
+    # was 4.8e-8 (tail_mass 1.5e-23); the inputs' own rounding may add (1 + r)^T − 1 of it
+    # (fft_error.widened_window: ~3e-7 at T ≈ 7.9e6)
+    assert composed.window_mass <= tail_mass * (1 + 1e-6)
     lower = composed.loss_quantile(delta + failure, LOWER) - slack
     count = max(counting_lower(q, sigma, steps, delta, thresholds=80).values())
     assert count * 0.99 <= lower <= 7.31, (lower, count)  # 7.30: pb's certified upper

@@ -19,6 +19,7 @@ from dpcalc.accounting.gaussian import (
     gaussian_delta,
     gaussian_epsilon,
     gdp_delta,
+    gdp_delta_upper,
     gdp_epsilon,
 )
 from dpcalc.errors import DpcalcError
@@ -265,3 +266,30 @@ def test_gdp_delta_stays_monotone_when_exp_differs_in_the_last_bit(monkeypatch, 
             expected = delta_mpmath(epsilon, mu)
             assert gdp_delta(epsilon, mu) == pytest.approx(expected, rel=1e-15)
             assert gdp_delta(np.array([epsilon]), mu)[0] == pytest.approx(expected, rel=1e-15)
+
+
+def test_gdp_delta_upper_is_never_below_the_profile_and_hardly_above_it():
+    """The certified upper δ (epoch samplers' Gaussian figure, risk's profiles) against the
+    80-digit profile at 500 random points from μ = 1e-8 to 50: never below it, and within
+    1e-10 relative; gdp_delta's own error is at most 0.2 of the margin it adds."""
+    draws = np.random.default_rng(5)
+    checked = 0
+    for index in range(500):
+        mu = float(10 ** draws.uniform(-8, 1.7))
+        epsilon = [float(10 ** draws.uniform(-10, 2.5)), float(draws.uniform(0, 4) * mu),
+                   float(draws.uniform(0, 1) * mu * mu + draws.uniform(0, 5) * mu),
+                   -float(10 ** draws.uniform(-6, 1))][index % 4]
+        with mpmath.workdps(80):
+            eps, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+            exact = mpmath.ncdf(-eps / m + m / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / m - m / 2)
+        if exact < mpmath.mpf("1e-300"):
+            continue
+        value, upper = float(gdp_delta(epsilon, mu)), float(gdp_delta_upper(epsilon, mu))
+        assert mpmath.mpf(upper) >= exact, (epsilon, mu)
+        assert upper <= float(exact) * (1 + 1e-10) + 1e-15
+        if value < 1.0:
+            assert abs(float(mpmath.mpf(value) - exact)) <= 0.2 * (upper - value)
+        checked += 1
+    assert checked > 400
+    arrays = gdp_delta_upper(np.array([0.0, 1.0, -1.0]), 0.5)
+    assert np.all(arrays >= gdp_delta(np.array([0.0, 1.0, -1.0]), 0.5))

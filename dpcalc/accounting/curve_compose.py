@@ -18,8 +18,8 @@ import math
 import numpy as np
 from dpcalc.accounting import fourier
 
-from dpcalc.accounting.fft_compose import read_back
-from dpcalc.accounting.fft_error import CompositionErrorBound
+from dpcalc.accounting.fft_compose import infinity_upper, pld_input_error, read_back, single_step
+from dpcalc.accounting.fft_error import CompositionErrorBound, InputError, widened_window
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
 from dpcalc.accounting.spectral_readout import SpectralTail
 
@@ -130,8 +130,9 @@ class _Strided:
     error terms, with the coefficients ordered by ln M_k (largest first) so that each T
     touches only those whose powers do not underflow."""
 
-    def __init__(self, transformed: np.ndarray, terms: tuple, stride: int):
+    def __init__(self, transformed: np.ndarray, terms: tuple, stride: int, input_error: InputError):
         measured, bound, log_bound, log_size = terms
+        self.input_error = input_error
         self.spectrum = transformed[::stride]
         self.measured = None if measured is None else measured[::stride]
         self.bound = bound
@@ -158,7 +159,7 @@ class _Strided:
         error_bound = CompositionErrorBound(size, index=index)
         terms = (None if self.measured is None else self.measured[index], self.bound,
                  self.log_bound[index], self.log_size[index])
-        error_bound.add_phase(None, None, count, terms)
+        error_bound.add_phase(None, None, count, self.input_error, terms)
         return powered, error_bound
 
 
@@ -176,31 +177,32 @@ def composed_powers(pld: DiscretePld, steps: np.ndarray, tail_mass: float,
         folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
     transformed = fourier.rfft(folded, size)
     terms = CompositionErrorBound(size).phase_terms(folded, transformed)
+    input_error = pld_input_error(pld)
     views: dict[int, _Strided] = {}
     for position, (count, support_lo, lo_index, points, window_mass) in enumerate(layout):
-        if count == 1:  # one step: nothing to compose, nothing to round off
-            yield position, ComposedPld(pld.grid_step, pld.offset, pld.pmf.copy(),
-                                        pld.infinity_mass, 0.0, 0.0)
+        if count == 1:  # one step: nothing to compose
+            yield position, single_step(pld, input_error)
             continue
         stride = 1
         while stride < scale and size // (2 * stride) >= _padded(points):
             stride *= 2
         # length n = size/stride: its rfft coefficients are every stride-th of length N
         if stride not in views:
-            views[stride] = _Strided(transformed, terms, stride)
+            views[stride] = _Strided(transformed, terms, stride, input_error)
         circle = size // stride
         spectrum, error_bound = views[stride].power(count, circle)
-        infinity = (1.0 if pld.infinity_mass >= 1
-                    else -math.expm1(count * math.log1p(-pld.infinity_mass)))
+        top = infinity_upper(pld)
+        infinity = 1.0 if top >= 1 else -math.expm1(count * math.log1p(-top))
         inverse = (spectrum, error_bound, pld.grid_step, support_lo, lo_index, points, tail_mass,
                    window_mass, infinity)
         if error_bound.index.size > circle // _SPECTRAL_SHARE:
             yield position, read_back(*inverse)
             continue
+        relative, input_absolute = error_bound.input_terms()
         tail = SpectralTail(spectrum[error_bound.index], error_bound.index, circle,
                             (lo_index - support_lo) % circle, points, lo_index, pld.grid_step,
-                            infinity, window_mass, error_bound.absolute(spectrum, include_inverse=False),
-                            error_bound.relative())
+                            infinity, widened_window(window_mass, relative, input_absolute),
+                            error_bound.absolute(spectrum, include_inverse=False), relative)
         yield position, Spectral(tail, inverse)
 
 

@@ -79,6 +79,12 @@ def _pair_log_error(pair, direction: str, edges: np.ndarray):
     return 0.0 if own is None else own(direction, edges)
 
 
+def entry_error(pair, direction: str, edges: np.ndarray) -> float:
+    """The relative error of a pmf entry built from this pair's buckets between ``edges``
+    beyond fft_error.entry_relative_error's model: its log masses' own error, twice."""
+    return 2.0 * float(np.max(_pair_log_error(pair, direction, edges), initial=0.0))
+
+
 def connect_the_dots(pair, direction: str, grid_step: float, first: int, last: int):
     """Connect-the-dots masses on the grid points first..last (in units of ``grid_step``)
     of the buckets between them, and the P-masses below the first and above the last
@@ -136,12 +142,14 @@ def discretise(pair: GaussianMixturePair, direction: str, grid_step: float,
     if bound == UPPER:
         pmf, below, above = connect_the_dots(pair, direction, grid_step, first, last)
         pmf[0] += below  # loss below the grid, rounded up
-        return DiscretePld(grid_step, first, pmf, above)  # above the grid: +∞
+        own = entry_error(pair, direction, np.arange(first, last + 1) * grid_step)
+        return DiscretePld(grid_step, first, pmf, above, entry_error=own)  # above the grid: +∞
     if bound == LOWER:
         pmf, errors, below, above = centred_rounding(pair, direction, grid_step, first, last)
         pmf[-1] += above  # top bucket rounded down; bottom dropped (error ≤ 0: bound by 0)
         rest = np.array([above + below])
+        own = entry_error(pair, direction, (np.arange(first, last + 2) - 0.5) * grid_step)
         return DiscretePld(grid_step, first, pmf, 0.0,
                            np.concatenate([pmf[:-1], [pmf[-1] - above], rest]),
-                           np.concatenate([errors, [0.0]]))
+                           np.concatenate([errors, [0.0]]), own)
     raise ValueError(f"bound must be {UPPER!r} or {LOWER!r}")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from dpcalc.accounting.allocation import AllocationBound
 from dpcalc.accounting.buckets import check_consistent, delta_bounds, epsilon_bounds
-from dpcalc.accounting.gaussian import analytic_gaussian_sigma, gdp_delta, gdp_epsilon
+from dpcalc.accounting.gaussian import analytic_gaussian_sigma, gdp_delta_upper, gdp_epsilon
 from dpcalc.accounting.max_pair import max_statistic_pair
 from dpcalc.accounting.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_MODELS, EPOCH_SAMPLINGS,
                                         POISSON, REPLACE_ONE, SHUFFLE, SHUFFLE_ONCE, model_label)
@@ -215,7 +215,7 @@ def epoch_bounds(phase: Phase, delta: float, tolerance: float = 0.01) -> EpochBo
 
 def epoch_delta_upper(phase: Phase, epsilon: float) -> float:
     """The certified upper δ(ε): the GDP closed form, or Feldman & Shenfeld's where smaller."""
-    gaussian = float(gdp_delta(epsilon, upper_mu(phase)[0]))
+    gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
     allocation = _allocation(phase, 1e-12)
     return gaussian if allocation is None else min(gaussian, allocation.delta(epsilon))
 
@@ -237,7 +237,7 @@ def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
     certified lower bound (the largest over them), with the Poisson δ beside them as a
     reference that does NOT apply."""
     _, epochs = upper_mu(phase)
-    gaussian = float(gdp_delta(epsilon, upper_mu(phase)[0]))
+    gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
     upper = epoch_delta_upper(phase, epsilon)
     if upper < gaussian:
         source, method = "random-allocation", (

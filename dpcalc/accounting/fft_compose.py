@@ -6,13 +6,15 @@ of every entry is bounded a priori or measured (fft_error.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 from dpcalc.accounting import fourier
 
 from dpcalc.accounting.chernoff import _chernoff_window
-from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, CompositionErrorBound
+from dpcalc.accounting.fft_error import (CompositionErrorBound, InputError, entry_relative_error,
+                                         input_error, input_error_terms, widened_window)
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
 
 
@@ -33,20 +35,55 @@ def _power(values: np.ndarray, exponent: int) -> np.ndarray:
     return out
 
 
+def pld_input_error(pld: DiscretePld) -> InputError:
+    """How far the computed pmf of ``pld`` may be from its exact one (fft_error.input_error)."""
+    return input_error(pld.pmf, pld.entry_error)
+
+
+def infinity_upper(pld: DiscretePld) -> float:
+    """The +∞ atom at the top of its own rounding (an upper bound on the exact one; only
+    upper-bound PLDs have a +∞ atom, the lower ones' is 0)."""
+    mass = pld.infinity_mass
+    if not 0.0 < mass < 1.0:
+        return mass
+    return min(1.0, mass * (1.0 + entry_relative_error(-math.log(mass), pld.entry_error)))
+
+
+def single_step(pld: DiscretePld, error: InputError | None = None) -> ComposedPld:
+    """One step, nothing composed: the pmf with its own rounding (``error``, default
+    pld_input_error) as the noise floor. The +∞ atom is raised to the top of its rounding:
+    only upper-bound PLDs have one."""
+    relative, absolute = input_error_terms([(pld_input_error(pld) if error is None else error, 1)])
+    return ComposedPld(pld.grid_step, pld.offset, pld.pmf.copy(), infinity_upper(pld), 0.0,
+                       relative * np.abs(pld.pmf) + absolute)
+
+
+def with_input_errors(composed: ComposedPld, errors_with_steps) -> ComposedPld:
+    """``composed``, a composition of computed pmfs, with their own rounding
+    (``errors_with_steps``: (InputError, T_i) pairs) added to its noise floor."""
+    relative, absolute = input_error_terms(errors_with_steps)
+    noise = np.minimum(composed.noise_floor * (1.0 + relative) + relative * np.abs(composed.pmf)
+                       + absolute, 1.0)
+    return dataclasses.replace(composed, noise_floor=noise, window_mass=min(
+        1.0, widened_window(composed.window_mass, relative, absolute)))
+
+
 def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
             max_points: int = MAX_FFT_POINTS,
-            input_relative_error: float = 16.0 * UNIT_ROUNDOFF,
+            input_errors: list[InputError] | None = None,
             inverse_budget: float = 0.0) -> ComposedPld:
     """T-fold self-composition of each PLD, then their product, by one FFT.
 
     ``tail_mass`` τ: the window is chosen so that at most τ of the composed mass lies on
     each side of it (Chernoff); 2τ is then reported as ``window_mass``.
+    ``input_errors``: how far each pmf may be from the exact one (default: pld_input_error).
     ``inverse_budget``: a per-entry error the caller can absorb (read_back).
     """
     step = plds_with_steps[0][0].grid_step
     if len(plds_with_steps) == 1 and plds_with_steps[0][1] == 1:
-        single = plds_with_steps[0][0]  # one step: nothing to compose, nothing to round off
-        return ComposedPld(step, single.offset, single.pmf.copy(), single.infinity_mass, 0.0, 0.0)
+        return single_step(plds_with_steps[0][0], input_errors[0] if input_errors else None)
+    if input_errors is None:
+        input_errors = [pld_input_error(pld) for pld, _ in plds_with_steps]
     support_lo, lo_index, needed, whole = _window(plds_with_steps, tail_mass)
     window_mass = 0.0 if whole else 2 * tail_mass
     if needed > max_points:
@@ -56,16 +93,17 @@ def compose(plds_with_steps: list[tuple[DiscretePld, int]], tail_mass: float,
     size = fourier.next_fast_len(needed + max(64, needed // 32))
     spectrum = None
     log_finite_mass = 0.0
-    error_bound = CompositionErrorBound(size, input_relative_error)
-    for pld, steps in plds_with_steps:
+    error_bound = CompositionErrorBound(size)
+    for (pld, steps), error in zip(plds_with_steps, input_errors):
         folded = pld.pmf
         if folded.size > size:
             folded = np.bincount(np.arange(folded.size) % size, weights=folded, minlength=size)
         transformed = fourier.rfft(folded, size)
-        error_bound.add_phase(folded, transformed, steps)
+        error_bound.add_phase(folded, transformed, steps, error)
         transformed = _power(transformed, steps)
         spectrum = transformed if spectrum is None else spectrum * transformed
-        log_finite_mass += steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
+        infinity = infinity_upper(pld)
+        log_finite_mass += steps * math.log1p(-infinity) if infinity < 1 else -math.inf
     return read_back(spectrum, error_bound, step, support_lo, lo_index, needed, tail_mass,
                      window_mass, -math.expm1(log_finite_mass), inverse_budget)
 
@@ -119,8 +157,12 @@ def read_back(spectrum: np.ndarray, error_bound: CompositionErrorBound, step: fl
     inverse = error_bound.inverse_error(spectrum, circular, budget)
     if np.ndim(inverse):
         inverse = inverse[window]
-    noise_floor = absolute + inverse + error_bound.relative() * np.abs(composed)
-    return ComposedPld(step, lo_index, composed, infinity, window_mass, noise_floor)
+    # the inputs' rounding: relative to the exact composition of the computed pmfs, which is
+    # within absolute + inverse of ``composed`` (its absolute part is in ``absolute``)
+    relative, input_absolute = error_bound.input_terms()
+    noise_floor = (absolute + inverse) * (1.0 + relative) + relative * np.abs(composed)
+    return ComposedPld(step, lo_index, composed, infinity,
+                       widened_window(window_mass, relative, input_absolute), noise_floor)
 
 
 def _pad_peak(circular: np.ndarray, start: int, needed: int) -> float:

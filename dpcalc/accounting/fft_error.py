@@ -29,13 +29,18 @@ rfft/irfft). Three error sources, each bounded from the data actually used:
 
 Every entry of the inverse of an error vector E is at most (1/n)Σ_k |E_k|, and every entry of
 an L2 error at most its norm, so the sum of the three terms bounds the error of every entry.
-Finally the input pmfs are themselves rounded (relative error ≤ r per entry, r = 16u for a few
-operations each, more for tilted inputs — all positive), so the exact composition of the exact
-pmfs is within a factor (1 ± r)^T of it: a relative term r·ΣT_i per entry (returned separately).
+Finally the input pmfs are themselves rounded (input_error): every entry p ≥ 1e-30 is within
+a relative r_i of its exact value, r_i growing with the largest |ln p| (the bucket masses' logs
+carry about an ulp of themselves), and the smaller entries are within S_i in all. With exact
+p_i ≤ (1 + r_i)p̂_i + e_i entrywise (Σe_i ≤ S_i), and the same from below, the exact composition
+differs from the composition of the computed pmfs by at most (Π(1 + r_i)^{T_i} − 1) times the
+latter (a relative term, returned separately) plus the total mass of the terms holding some
+e_i, Π(M_i(1 + r_i) + S_i)^{T_i} − Π(M_i(1 + r_i))^{T_i}, M_i = Σp̂_i (an absolute term).
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -58,6 +63,71 @@ def fft_relative_error(size: int, unit_roundoff: float = UNIT_ROUNDOFF) -> float
     return stages * eta / (1 - stages * eta)
 
 
+# --- the input pmfs' own rounding (module doc, last paragraph) -------------------------
+SMALL_ENTRY = 1e-30  # input entries below this get an absolute bound, not a relative one
+_UNDERFLOWED = 1e-300  # more than any entry computed as 0 or subnormal can hold or lose
+_PIECES_PER_ENTRY = 3  # discretise.connect_the_dots: two buckets' shares and the mass below
+
+
+def entry_relative_error(log_size: float, extra: float = 0.0) -> float:
+    """Relative error bound of an input pmf entry p with |ln p| ≤ ``log_size``.
+
+    Its bucket masses m are exp of logs within 4u(|ln m| + 1) (discretise._loss_error's
+    model, tested against 60-digit masses). An entry summing n pieces m_t·s_t (shares
+    s_t ≤ 1, so |ln m_t| ≤ |ln piece_t|) is then within Σ_t 4u|ln piece_t|·piece_t ≤
+    4u·p(|ln p| + ln n) (x|ln x| is concave), plus 16u for the exp and the arithmetic.
+    ``extra``: the pmf's own further relative error (DiscretePld.entry_error)."""
+    u = UNIT_ROUNDOFF
+    return 16.0 * u + 4.0 * u * (log_size + math.log(_PIECES_PER_ENTRY) + 1.0) + extra
+
+
+@dataclass(frozen=True)
+class InputError:
+    """How far an input pmf may be from the exact one (module doc): entries ≥ SMALL_ENTRY
+    within ``relative`` of themselves, the others within ``small`` in all; ``mass`` = Σp̂."""
+
+    relative: float
+    small: float
+    mass: float
+
+
+EXACT_INPUT = InputError(0.0, 0.0, 1.0)
+
+
+def input_error(pmf: np.ndarray, extra: float = 0.0) -> InputError:
+    """The InputError of a computed pmf of the entry_relative_error model (unnormalised
+    bucket masses, split), with ``extra`` its own further relative error."""
+    large = pmf >= SMALL_ENTRY
+    smallest = float(np.min(pmf, where=large, initial=1.0))
+    relative = entry_relative_error(max(0.0, -math.log(smallest)), extra)
+    rest = pmf.size - int(np.count_nonzero(large))
+    small = 0.0
+    if rest:
+        worst = entry_relative_error(746.0, extra)  # |ln p| ≤ 745 for p > 0
+        small = worst * float(np.sum(pmf, where=~large)) + _UNDERFLOWED * rest
+    return InputError(relative / (1.0 - relative), small, float(pmf.sum()))
+
+
+def input_error_terms(errors_with_steps) -> tuple[float, float]:
+    """(relative, absolute) per-entry terms of the composition of the inputs, each taken
+    T_i times (module doc): Π(1 + r_i)^{T_i} − 1 and Π(M_i(1+r_i) + S_i)^{T_i} − Π(M_i(1+r_i))^{T_i}."""
+    log_relative = log_mass = log_small = 0.0
+    for error, steps in errors_with_steps:
+        log_relative += steps * math.log1p(error.relative)
+        scaled = error.mass * (1.0 + error.relative)
+        log_mass += steps * math.log(scaled) if scaled > 0 else 0.0
+        log_small += steps * math.log1p(error.small / scaled) if scaled > 0 else 0.0
+    absolute = math.exp(min(log_mass, 700.0)) * math.expm1(min(log_small, 700.0))
+    return math.expm1(log_relative), absolute
+
+
+def widened_window(window_mass: float, relative: float, absolute: float) -> float:
+    """What the exact composition may hold outside a window where the computed one holds
+    ``window_mass`` (0: the window is the whole support, the same for both): the inputs'
+    rounding moves at most ``relative`` of the latter and ``absolute`` in all."""
+    return window_mass * (1.0 + relative) + absolute if window_mass > 0 else 0.0
+
+
 def full_spectrum_weights(size: int, half_length: int) -> np.ndarray:
     """Multiplicity of each rfft coefficient in the full (conjugate-symmetric) spectrum."""
     weights = np.full(half_length, 2.0)
@@ -71,19 +141,17 @@ class CompositionErrorBound:
     """Accumulates, phase by phase, what the bound needs; ``absolute()`` and
     ``relative()`` give the per-entry error bounds of the composed pmf."""
 
-    def __init__(self, size: int, input_relative_error: float = 16.0 * UNIT_ROUNDOFF,
-                 index: np.ndarray | None = None):
+    def __init__(self, size: int, index: np.ndarray | None = None):
         self.size = size
         # The rfft coefficients the per-coefficient terms are given at (None: all). The
         # others must contribute exactly 0 in float64: their growth factor and powered
         # spectrum underflow (see curve_compose.composed_powers).
         self.index = index
-        self.input_relative_error = input_relative_error
+        self.input_errors: list[tuple[InputError, int]] = []
         self.relative_fft = fft_relative_error(size)
         # (measured |δz_k| or None, L2 bound on the rest, T_i, log M_i) per phase
         self.phases: list[tuple] = []
         self.log_rounding = None  # Σ_i (T_i |log ẑ_i| + 2), per coefficient
-        self.total_steps = 0
 
     def forward_error(self, pmf: np.ndarray, transformed: np.ndarray):
         """(per-coefficient error measured in long double or None, L2 bound on the rest)
@@ -113,15 +181,16 @@ class CompositionErrorBound:
         return measured, bound, log_bound, log_size
 
     def add_phase(self, pmf: np.ndarray, transformed: np.ndarray, steps: int,
-                  terms: tuple | None = None) -> None:
+                  input_error: InputError, terms: tuple | None = None) -> None:
         """``transformed`` = rfft(pmf, size), before raising it to the power ``steps``;
-        ``terms``: its phase_terms, when already computed (one transform, many powers)."""
+        ``input_error``: how far ``pmf`` may be from the exact one; ``terms``: its
+        phase_terms, when already computed (one transform, many powers)."""
+        self.input_errors.append((input_error, steps))
         measured, bound, log_bound, log_size = (self.phase_terms(pmf, transformed)
                                                 if terms is None else terms)
         rounding = steps * log_size + 2.0
         self.log_rounding = rounding if self.log_rounding is None else self.log_rounding + rounding
         self.phases.append((measured, bound, steps, log_bound))
-        self.total_steps += steps
 
     def inverse_error(self, spectrum: np.ndarray, circular: np.ndarray, budget: float = 0.0):
         """Bound on |irfft(W) − F⁻¹W| per entry of ``circular`` = irfft(W) (item 3): the
@@ -159,10 +228,14 @@ class CompositionErrorBound:
         inverse = (self.relative_fft * math.sqrt(float(np.sum(weights * modulus**2))) / math.sqrt(size)
                    if include_inverse else 0.0)
         underflow = 1e-300  # coefficients whose power underflowed to 0 (each < e^-745)
-        return (propagated + rounding) / size + inverse + underflow
+        input_absolute = self.input_terms()[1]
+        return (propagated + rounding) / size + inverse + underflow + input_absolute
+
+    def input_terms(self) -> tuple[float, float]:
+        """(relative, absolute) per-entry error terms from the rounding of the input pmfs
+        (module doc; ``absolute()`` includes the absolute one)."""
+        return input_error_terms(self.input_errors)
 
     def relative(self) -> float:
-        """The relative error per entry from rounding of the input pmfs: r·ΣT_i, r the
-        relative error of each input entry (16u: a few operations each; more for tilted
-        inputs, whose exponents carry their own round-off)."""
-        return self.input_relative_error * self.total_steps
+        """The relative error per entry from the rounding of the input pmfs."""
+        return self.input_terms()[0]

@@ -33,11 +33,13 @@ from dpcalc.accounting.special_functions import binomial_upper_tail, gammaln
 
 from dpcalc.accounting.chernoff import _min_over_lambda, rounding_slack
 from dpcalc.accounting.discretise import (_bucket_masses, _loss_error, _pair_log_error,
-                                         centred_rounding, connect_the_dots)
-from dpcalc.accounting.fft_compose import compose
-from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, fft_relative_error, full_spectrum_weights
+                                         centred_rounding, connect_the_dots, entry_error)
+from dpcalc.accounting.fft_compose import compose, with_input_errors
+from dpcalc.accounting.fft_error import (EXACT_INPUT, UNIT_ROUNDOFF, InputError, entry_relative_error,
+                                         fft_relative_error, full_spectrum_weights, input_error,
+                                         input_error_terms)
 from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, DiscretePld, GridTooLarge
-from dpcalc.accounting.tilt import saddle_tilt, tilt, tilted_tail_mass, untilt
+from dpcalc.accounting.tilt import saddle_tilt, tilt, tilted_input_errors, tilted_tail_mass, untilt
 
 # Expected jumps (in the tilted measure) above the threshold, and how many are enumerated.
 JUMP_COUNT_TARGET = 12.0
@@ -74,10 +76,9 @@ class StepSplit:
     special: float             # +∞ mass (upper) or dropped mass (lower)
     steps: int
     jump_rounding: DiscretePld | None = None  # lower: the jumps' rounding errors (given a jump)
-
-    @property
-    def body_mass(self) -> float:
-        return float(self.body_coarse.pmf.sum())
+    body_mass: float = 1.0     # m_B: the sum the fine body was normalised by
+    # how far the step's computed pieces (body, jumps, +∞) may be from the exact ones
+    input_error: InputError = EXACT_INPUT
 
     @property
     def jump_mass(self) -> float:
@@ -123,12 +124,27 @@ def _coarsen(masses: np.ndarray, first: int, ratio: int, fine: float, bound: str
                           minlength=int(below[-1] - start) + 2)
         pmf[1:] += np.bincount(below - start, weights=masses * to_upper,
                                minlength=int(below[-1] - start) + 1)[:pmf.size - 1]
-        return DiscretePld(ratio * fine, start, pmf, 0.0)
+        return DiscretePld(ratio * fine, start, pmf, 0.0, entry_error=_summed_error(2 * ratio))
     nearest = np.floor_divide(fine_index + ratio // 2, ratio)
     start = int(nearest[0])
     pmf = np.bincount(nearest - start, weights=masses)
     total_errors = (nearest * ratio - fine_index) * fine + errors
-    return DiscretePld(ratio * fine, start, pmf, 0.0, masses / masses.sum(), total_errors)
+    return DiscretePld(ratio * fine, start, pmf, 0.0, masses / masses.sum(), total_errors,
+                       _summed_error(ratio + 1))
+
+
+def _summed_error(terms: int) -> float:
+    """Relative error of a coarse entry summing ``terms`` fine pieces one by one, against
+    the exact sum of the computed pieces: (terms − 1)u for the sum and 4u for each piece's
+    connect-the-dots share (its direction unknown, so it is bounded as a mass error)."""
+    return (terms + 4) * UNIT_ROUNDOFF
+
+
+def _step_input_error(parts: list[np.ndarray], extra: float) -> InputError:
+    """The InputError of one step's computed pieces taken together (fft_error.input_error)."""
+    errors = [input_error(part, extra) for part in parts if part.size]
+    return InputError(max(e.relative for e in errors), sum(e.small for e in errors),
+                      sum(e.mass for e in errors))
 
 
 def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: float,
@@ -140,13 +156,18 @@ def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: 
     first = min(math.floor(low / fine), threshold * ratio - 1)
     top = threshold * ratio
     last_coarse = max(math.ceil(high / coarse), threshold + 1)
+    extra = entry_error(pair, direction, np.array([-np.inf, np.inf]))
     if bound == UPPER:
         body, below, _ = connect_the_dots(pair, direction, fine, first, top)
         body[0] += below  # losses below the body's grid rounded up to its first point
         jumps, _, above = connect_the_dots(pair, direction, coarse, threshold, last_coarse)
         body_mass = float(body.sum())
+        # the +∞ mass at the top of its rounding
+        special = (min(1.0, above * (1.0 + entry_relative_error(-math.log(above), extra)))
+                   if above > 0 else 0.0)
         return StepSplit(DiscretePld(fine, first, body / body_mass, 0.0),
-                         _coarsen(body, first, ratio, fine, UPPER), jumps, threshold, above, steps)
+                         _coarsen(body, first, ratio, fine, UPPER), jumps, threshold, special, steps,
+                         body_mass=body_mass, input_error=_step_input_error([body, jumps], extra))
     body, errors, below, _ = centred_rounding(pair, direction, fine, first, top)
     body_mass = float(body.sum())
     normalised = body / body_mass
@@ -171,7 +192,7 @@ def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: 
     jumps[-1] += above
     return StepSplit(DiscretePld(fine, first, normalised, 0.0, normalised, errors),
                      _coarsen(body, first, ratio, fine, LOWER, errors), jumps, threshold,
-                     below, steps, jump_rounding)
+                     below, steps, jump_rounding, body_mass, _step_input_error([body, jumps], extra))
 
 
 def choose_threshold(single_steps, theta: float) -> float | None:
@@ -277,7 +298,8 @@ def _polynomial(split: StepSplit, part: JumpPart, size: int):
     finite = np.concatenate([part.jump_logs - part.log_jump_mass, part.body_logs - part.log_body_mass])
     magnitude = float(np.max(np.abs(finite[np.isfinite(finite)]))) + abs(part.log_jump_mass) \
         + abs(part.log_body_mass) + 2.0
-    entry = fft_relative_error(size) + 16.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * magnitude
+    entry = (fft_relative_error(size) + 16.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * magnitude
+             + split.body_coarse.entry_error)
     error = count * entry * math.exp(min(count * entry, 700.0)) + 4 * (count + 1) * UNIT_ROUNDOFF
     return total, error
 
@@ -330,13 +352,14 @@ def _coarsen_tilted(masses: np.ndarray, first: int, ratio: int, fine: float, the
 def _fine_body(splits, counts, theta: float, window_tail: float, bound: str, ratio: int):
     """X: the body's T − K steps per phase, tilted, composed on the fine grid, made safe for
     ``bound`` (float noise added or removed) and moved to the coarse grid: (coarse masses,
-    coarse index of the first, log scale, log-scale size, body (pld, steps) list)."""
+    coarse index of the first, log scale, log-scale size, body (pld, steps) list, the
+    factor by which the tilts' own rounding may raise X's mass outside its window)."""
     plds = [(s.body, s.steps - count) for s, count in zip(splits, counts) if s.steps > count]
     if not plds:
-        return np.array([1.0]), 0, 0.0, 0.0, plds
+        return np.array([1.0]), 0, 0.0, 0.0, plds, 1.0
     tilted = tilt(plds, theta)
     try:
-        inner = compose(tilted.plds, window_tail, BODY_POINTS, tilted.input_relative)
+        inner = compose(tilted.plds, window_tail, BODY_POINTS, tilted_input_errors(tilted))
     except GridTooLarge as too_large:
         raise BodyTooLarge(too_large.points_needed) from None
     if bound == UPPER:
@@ -345,7 +368,8 @@ def _fine_body(splits, counts, theta: float, window_tail: float, bound: str, rat
         safe = np.maximum(inner.pmf - inner.noise_floor, 0.0)
     fine = plds[0][0].grid_step
     masses, first = _coarsen_tilted(safe, inner.offset, ratio, fine, theta, bound)
-    return masses, first, tilted.log_scale, tilted.log_scale_size, plds
+    growth = 1.0 + input_error_terms(zip(tilted_input_errors(tilted), [t for _, t in plds]))[0]
+    return masses, first, tilted.log_scale, tilted.log_scale_size, plds, growth
 
 
 def split_composition(phases, direction: str, bound: str, grids: SplitGrids, theta: float,
@@ -383,7 +407,7 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
                       for split, part in zip(splits, parts))
     if jump_points > COARSE_POINTS:
         raise CoarseTooLarge(jump_points)
-    x_masses, offset, log_body, log_body_size, _ = _fine_body(
+    x_masses, offset, log_body, log_body_size, _, growth = _fine_body(
         splits, counts, theta, window_tail, bound, grids.ratio)
     needed = x_masses.size + jump_points
     offset += sum(part.enumerated * split.body_coarse.offset for split, part in zip(splits, parts))
@@ -412,9 +436,10 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
             binomial_upper_tail(count, s.steps, min(1.0, s.jump_mass)) for s, count in zip(splits, counts)
             if count < s.steps))
     inner = ComposedPld(coarse, offset, composed, 0.0, 0.0, noise)
-    result = untilt(inner, theta, log_scale, log_scale_size, window_tail * (1 + len(splits)),
+    result = untilt(inner, theta, log_scale, log_scale_size, window_tail * (growth + len(splits)),
                     infinity, valid_from)
-    return result, slack
+    # everything above composed the computed pieces: their own rounding (fft_error doc)
+    return with_input_errors(result, [(s.input_error, s.steps) for s in splits]), slack
 
 
 # --- grids and the bounds --------------------------------------------------------------

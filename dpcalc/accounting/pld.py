@@ -39,6 +39,9 @@ class DiscretePld:
     # Lower bound only: P-masses and signed errors (rounded − exact loss) of the rounding.
     rounding_masses: np.ndarray | None = None
     rounding_errors: np.ndarray | None = None
+    # Relative error of each entry beyond fft_error.entry_relative_error's model (e.g. a
+    # pair's bucket_log_error, or summing many fine masses into one coarse entry).
+    entry_error: float = 0.0
 
     @property
     def losses(self) -> np.ndarray:

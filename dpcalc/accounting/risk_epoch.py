@@ -40,7 +40,7 @@ from dpcalc.accounting.composed import (ComposedRun, DirectionProfiles, composed
 from dpcalc.accounting.epoch_samplers import (_LOWER_METHOD, _allocation, _lower_phases,
                                               _shift_pairs, epoch_not_applicable, sensitivity,
                                               upper_mu)
-from dpcalc.accounting.gaussian import gdp_delta
+from dpcalc.accounting.gaussian import gdp_delta_upper
 from dpcalc.errors import DpcalcError
 
 # t-grid of the GDP breakpoints ε = μt − μ²/2: spacing and reach beyond |Φ⁻¹(1e-12)| ≈ 7.03.
@@ -70,7 +70,7 @@ class PointsProfile:
 
     def at(self, epsilons) -> np.ndarray:
         points = np.atleast_1d(np.asarray(epsilons, dtype=float))
-        values = np.minimum(1.0, gdp_delta(np.maximum(points, 0.0), self.mu))
+        values = np.minimum(1.0, gdp_delta_upper(np.maximum(points, 0.0), self.mu))
         if self.point_epsilons.size:
             scale = np.exp(np.minimum(points, _MAX_EXPONENT))
             chords = np.interp(scale, np.exp(self.point_epsilons), self.point_deltas, left=1.0,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcalc.accounting.fft_compose import compose
-from dpcalc.accounting.fft_error import UNIT_ROUNDOFF
+from dpcalc.accounting.fft_compose import compose, infinity_upper, pld_input_error, with_input_errors
+from dpcalc.accounting.fft_error import UNIT_ROUNDOFF, InputError, input_error_terms
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld
 
 
@@ -81,7 +81,8 @@ class Tilted:
     """PLDs tilted by e^{θℓ} and normalised: ``plds`` (pmf_i ∝ p_i e^{θℓ_i}); the composition
     of the originals is the composition of these times exp(``log_scale`` − θS).
     ``log_scale_size`` bounds the magnitudes summed into log_scale (for its round-off) and
-    ``input_relative`` the relative error of each tilted entry."""
+    ``input_relative`` the relative error of each tilted entry against the exact tilt of
+    the computed pmf (the computed pmf's own error: with_input_errors, after untilting)."""
 
     theta: float
     plds: list
@@ -102,7 +103,8 @@ def tilt(plds_with_steps, theta: float) -> Tilted:
             exponents = np.where(keep, log_masses + theta * pld.losses, -np.inf)
         top = float(exponents.max())
         # Each tilted weight exp(ln p + θℓ − top) carries the round-off of its exponent,
-        # u·(|ln p| + 2|θℓ| + |exponent − top| + |top|), on top of the input's own 16u.
+        # u·(|ln p| + 2|θℓ| + |exponent − top| + |top|), and 16u for the normalisation
+        # (the computed pmf's own error is added after untilting: with_input_errors).
         magnitudes = np.abs(log_masses) + 2.0 * np.abs(theta * pld.losses) + np.abs(exponents - top)
         largest = float(np.max(np.where(keep, magnitudes, 0.0))) + abs(top) + 2.0
         input_relative = max(input_relative, 16.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * largest)
@@ -149,8 +151,9 @@ def untilt(inner: ComposedPld, theta: float, log_scale: float, log_scale_size: f
 
 
 def infinity_after(plds_with_steps) -> float:
-    """The +∞ atom of the composition: 1 − Π_i (1 − p_∞,i)^{T_i}."""
-    log_finite = sum(steps * math.log1p(-pld.infinity_mass) if pld.infinity_mass < 1 else -math.inf
+    """The +∞ atom of the composition: 1 − Π_i (1 − p_∞,i)^{T_i}, each p_∞,i at the top of
+    its rounding (fft_compose.infinity_upper)."""
+    log_finite = sum(steps * math.log1p(-infinity_upper(pld)) if infinity_upper(pld) < 1 else -math.inf
                      for pld, steps in plds_with_steps)
     return -math.expm1(log_finite)
 
@@ -167,8 +170,17 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
     """
     tilted = tilt(plds_with_steps, theta)
     tilted_tail = tilted_tail_mass(tail_mass, tilted.log_scale, theta, valid_from)
-    inner = compose(tilted.plds, tilted_tail, max_points, tilted.input_relative,
+    errors = tilted_input_errors(tilted)
+    inner = compose(tilted.plds, tilted_tail, max_points, errors,
                     inverse_budget(tail_mass, tilted.log_scale, theta, valid_from,
                                    plds_with_steps[0][0].grid_step))
-    return untilt(inner, theta, tilted.log_scale, tilted.log_scale_size, tilted_tail,
-                  infinity_after(plds_with_steps), valid_from)
+    # the tilts' own rounding may raise the mass outside the window by this factor
+    growth = 1.0 + input_error_terms(zip(errors, [steps for _, steps in plds_with_steps]))[0]
+    untilted = untilt(inner, theta, tilted.log_scale, tilted.log_scale_size, tilted_tail * growth,
+                      infinity_after(plds_with_steps), valid_from)
+    return with_input_errors(untilted, [(pld_input_error(pld), steps) for pld, steps in plds_with_steps])
+
+
+def tilted_input_errors(tilted: Tilted) -> list[InputError]:
+    """The tilted pmfs' error against the exact tilts of the computed ones (normalised)."""
+    return [InputError(tilted.input_relative, 0.0, 1.0)] * len(tilted.plds)
