@@ -293,3 +293,18 @@ def test_gdp_delta_upper_is_never_below_the_profile_and_hardly_above_it():
     assert checked > 400
     arrays = gdp_delta_upper(np.array([0.0, 1.0, -1.0]), 0.5)
     assert np.all(arrays >= gdp_delta(np.array([0.0, 1.0, -1.0]), 0.5))
+
+
+def test_gdp_delta_upper_is_finite_where_its_margin_overflows_and_floors_subnormals():
+    """Review finding: the margin a·(ε/μ + μ/2 + a) overflowed, and 0·∞ made the certified δ
+    NaN (`dpcalc delta --epsilon 1e300 … --sampling shuffle` printed nan, "certified")."""
+    for epsilon, mu in [(1.0, 1e-300), (1e300, 1.0), (-1.0, 1e-300), (-1e-3, 1e-200)]:
+        value = gdp_delta_upper(epsilon, mu)
+        assert math.isfinite(value) and gdp_delta(epsilon, mu) <= value <= 1.0
+    assert gdp_delta_upper(-1.0, 1e-300) == pytest.approx(-math.expm1(-1.0), rel=1e-12)
+    with mpmath.workdps(60):  # δ below the normal range: the floor keeps the bound above it
+        exact = mpmath.ncdf(-mpmath.mpf(0.003800005) / mpmath.mpf(1e-4) + mpmath.mpf(1e-4) / 2) \
+            - mpmath.exp(mpmath.mpf(0.003800005)) * mpmath.ncdf(-mpmath.mpf(0.003800005) / mpmath.mpf(1e-4)
+                                                                 - mpmath.mpf(1e-4) / 2)
+    assert exact < 1e-300 and mpmath.mpf(gdp_delta_upper(0.003800005, 1e-4)) >= exact
+    assert gdp_delta_upper(np.array([1.0, 1e300]), 1e-300).tolist() == [1e-300, 1e-300]

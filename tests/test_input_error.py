@@ -27,14 +27,18 @@ U = 2.0**-53
 
 def _exact_entries(pair, q, sigma, direction, step, first, last):
     """The connect-the-dots entries from 60-digit masses of the same float buckets, split by
-    the shares the code computes (the certified pmf is exact masses with those shares);
-    entries next to a bucket without finite roots are None."""
+    the code's effective shares to_right/mass (the certified pmf is the exact masses split
+    so: those shares are never below the exact ones, tests/test_split_float_error.py, and
+    mass − to_right may cancel next to an atom); entries next to a bucket without finite
+    roots are None."""
     grid = np.arange(first, last + 1) * step
     log_p, log_q, _, _ = _bucket_masses(pair, direction, grid)
     margin = _loss_error(log_p, log_q, grid[:-1], step, _pair_log_error(pair, direction, grid))
     with np.errstate(invalid="ignore"):
         offsets = np.clip(log_p - log_q - grid[:-1] + margin, 0.0, step)
     offsets = np.where(np.isfinite(offsets), offsets, step)
+    mass = np.exp(log_p)
+    to_right = np.minimum(mass * (-np.expm1(-offsets)) / (-math.expm1(-step)), mass)
     exact = _exact_log_masses(pair, q, sigma, direction, grid)
     with mp.workdps(60):
         entries = [mp.mpf(0)] * grid.size
@@ -42,12 +46,12 @@ def _exact_entries(pair, q, sigma, direction, step, first, last):
             if logs is None:
                 entries[k] = entries[k + 1] = None
                 continue
-            mass = mp.e ** logs[0]
-            share = (1 - mp.e ** -mp.mpf(offsets[k])) / (1 - mp.e ** -mp.mpf(step))
+            exact_mass = mp.e ** logs[0]
+            share = mp.mpf(to_right[k]) / mp.mpf(mass[k]) if mass[k] > 0 else mp.mpf(1)
             if entries[k + 1] is not None:
-                entries[k + 1] += mass * share
+                entries[k + 1] += exact_mass * share
             if entries[k] is not None:
-                entries[k] += mass * (1 - share)
+                entries[k] += exact_mass * (1 - share)
     return entries
 
 

@@ -43,10 +43,15 @@ def pld_input_error(pld: DiscretePld) -> InputError:
 def infinity_upper(pld: DiscretePld) -> float:
     """The +∞ atom at the top of its own rounding (an upper bound on the exact one; only
     upper-bound PLDs have a +∞ atom, the lower ones' is 0)."""
-    mass = pld.infinity_mass
+    return raised_atom(pld.infinity_mass, pld.entry_error)
+
+
+def raised_atom(mass: float, extra: float = 0.0) -> float:
+    """A computed probability mass at the top of its rounding (entry_relative_error, and
+    an absolute floor below the normal range)."""
     if not 0.0 < mass < 1.0:
         return mass
-    return min(1.0, mass * (1.0 + entry_relative_error(-math.log(mass), pld.entry_error)))
+    return min(1.0, mass * (1.0 + entry_relative_error(-math.log(mass), extra)) + 1e-300)
 
 
 def single_step(pld: DiscretePld, error: InputError | None = None) -> ComposedPld:

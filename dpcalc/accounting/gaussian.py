@@ -159,9 +159,10 @@ def gdp_delta(epsilon, mu: float):
 
 
 # gdp_delta's float error at ε ≥ 0, relative (tests/test_gaussian.py against mpmath: at
-# most 0.2 of the margin): the profile's own (~3e-14, erfcx_gap) and the rounding of
+# most 0.2 of the margin): the profile's own (~5e-14, erfcx_gap) and the rounding of
 # a = −ε/μ + μ/2, which moves ln δ by about u·|a|·(|ε/μ| + μ/2 + |a|).
 _PROFILE_ERROR = 1e-12
+_SUBNORMAL_FLOOR = 1e-300  # more than any δ(ε) computed as 0 or subnormal can lose
 _UNIT_ROUNDOFF = 2.0**-53
 
 
@@ -178,9 +179,12 @@ def gdp_delta_upper(epsilon, mu: float):
         size = np.abs(np.where(np.isfinite(values), values, 0.0))
         a = np.abs(0.5 * mu - size / mu)
         margin = _PROFILE_ERROR + 8.0 * _UNIT_ROUNDOFF * (a * (size / mu + 0.5 * mu + a) + 1.0)
+        margin = np.where(np.isfinite(margin), np.minimum(margin, 1.0), 1.0)  # (a² overflows)
         negative = values < 0
         reflected = np.where(negative, np.exp(values) * gdp_delta(size, mu), delta)
-        raised = delta + reflected * margin + np.where(negative, 8.0 * _UNIT_ROUNDOFF, 0.0)
+        # + an absolute floor: δ below the normal range loses its relative accuracy
+        raised = (delta + reflected * margin + np.where(negative, 8.0 * _UNIT_ROUNDOFF, 0.0)
+                  + _SUBNORMAL_FLOOR)
         raised = np.minimum(1.0, raised)
     return float(raised) if np.ndim(raised) == 0 else raised
 

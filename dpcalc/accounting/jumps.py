@@ -34,10 +34,9 @@ from dpcalc.accounting.special_functions import binomial_upper_tail, gammaln
 from dpcalc.accounting.chernoff import _min_over_lambda, rounding_slack
 from dpcalc.accounting.discretise import (_bucket_masses, _loss_error, _pair_log_error,
                                          centred_rounding, connect_the_dots, entry_error)
-from dpcalc.accounting.fft_compose import compose, with_input_errors
-from dpcalc.accounting.fft_error import (EXACT_INPUT, UNIT_ROUNDOFF, InputError, entry_relative_error,
-                                         fft_relative_error, full_spectrum_weights, input_error,
-                                         input_error_terms)
+from dpcalc.accounting.fft_compose import compose, raised_atom, with_input_errors
+from dpcalc.accounting.fft_error import (EXACT_INPUT, UNIT_ROUNDOFF, InputError, fft_relative_error,
+                                         full_spectrum_weights, input_error, input_error_terms)
 from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, DiscretePld, GridTooLarge
 from dpcalc.accounting.tilt import saddle_tilt, tilt, tilted_input_errors, tilted_tail_mass, untilt
 
@@ -162,9 +161,7 @@ def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: 
         body[0] += below  # losses below the body's grid rounded up to its first point
         jumps, _, above = connect_the_dots(pair, direction, coarse, threshold, last_coarse)
         body_mass = float(body.sum())
-        # the +∞ mass at the top of its rounding
-        special = (min(1.0, above * (1.0 + entry_relative_error(-math.log(above), extra)))
-                   if above > 0 else 0.0)
+        special = raised_atom(above, extra)  # the +∞ mass at the top of its rounding
         return StepSplit(DiscretePld(fine, first, body / body_mass, 0.0),
                          _coarsen(body, first, ratio, fine, UPPER), jumps, threshold, special, steps,
                          body_mass=body_mass, input_error=_step_input_error([body, jumps], extra))
@@ -418,6 +415,7 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     product_error = np.full(product.size, fft_relative_error(size) * float(x_masses.sum()))
     for split, part in zip(splits, parts):
         spectrum, error = _polynomial(split, part, size)
+        growth += error  # the jump part's own rounding may raise its mass outside its window
         product_error = product_error * (np.abs(spectrum) + error) + np.abs(product) * error
         product = product * spectrum
     weights = full_spectrum_weights(size, product.size)
@@ -433,7 +431,9 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
     if bound == UPPER:  # specials, and configurations with more than K jumps, at +∞
         finite = sum(s.steps * math.log1p(-s.special) for s in splits)
         infinity = min(1.0, -math.expm1(finite) + sum(
-            binomial_upper_tail(count, s.steps, min(1.0, s.jump_mass)) for s, count in zip(splits, counts)
+            binomial_upper_tail(count, s.steps, min(1.0, raised_atom(s.jump_mass, s.input_error.relative)
+                                                    + s.input_error.small))
+            for s, count in zip(splits, counts)
             if count < s.steps))
     inner = ComposedPld(coarse, offset, composed, 0.0, 0.0, noise)
     result = untilt(inner, theta, log_scale, log_scale_size, window_tail * (growth + len(splits)),

@@ -33,21 +33,27 @@ class DiscretePair:
 
     directions = (REMOVE, ADD)
 
-    def __init__(self, log_p: np.ndarray, log_q: np.ndarray):
+    def __init__(self, log_p: np.ndarray, log_q: np.ndarray, cell_log_error=None):
+        """``cell_log_error``: a bound on the absolute error of each cell's ln P and ln Q
+        beyond an ulp (None: the cells are within an ulp)."""
         with np.errstate(invalid="ignore"):
             loss = log_p - log_q  # +inf where only P has mass, −inf where only Q has
         keep = ~(np.isneginf(log_p) & np.isneginf(log_q))
         self._log_p, self._log_q, self._loss = log_p[keep], log_q[keep], loss[keep]
+        self._cell_error = (np.zeros(self._loss.size) if cell_log_error is None
+                            else np.asarray(cell_log_error, dtype=float)[keep])
+
+    def _order(self, direction: str) -> np.ndarray:
+        """The cells in increasing order of the loss in ``direction``."""
+        if direction not in self.directions:
+            raise ValueError(f"direction must be one of {self.directions}")
+        return np.argsort(self._loss if direction == REMOVE else -self._loss, kind="stable")
 
     def _sorted(self, direction: str):
+        order = self._order(direction)
         if direction == REMOVE:
-            log_p, log_q, loss = self._log_p, self._log_q, self._loss
-        elif direction == ADD:
-            log_p, log_q, loss = self._log_q, self._log_p, -self._loss
-        else:
-            raise ValueError(f"direction must be one of {self.directions}")
-        order = np.argsort(loss, kind="stable")
-        return log_p[order], log_q[order], loss[order]
+            return self._log_p[order], self._log_q[order], self._loss[order]
+        return self._log_q[order], self._log_p[order], -self._loss[order]
 
     @staticmethod
     def _log_cumulative(log_masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -86,11 +92,22 @@ class DiscretePair:
 
     def bucket_log_error(self, direction: str, edges) -> np.ndarray:
         """A bound on the error of log_bucket_masses' ln P_k and ln Q_k beyond an ulp: each
-        is a running logaddexp over the bucket's n cells, ≤ 4u per step (n − 1 steps)."""
+        is a running logaddexp over the bucket's n cells, ≤ 4u per step (n − 1 steps), of
+        cells each within its own cell_log_error (a sum of positives keeps the largest)."""
         _, _, loss = self._sorted(direction)
         split = np.searchsorted(loss, np.asarray(edges, dtype=float), side="right")
         cells = np.maximum(split[1:] - split[:-1], 1)
-        return 4.0 * 2.0**-53 * (cells - 1)
+        summed = 4.0 * 2.0**-53 * (cells - 1)
+        if not np.any(self._cell_error):
+            return summed
+        errors = np.append(self._cell_error[self._order(direction)], 0.0)  # pad: ends ≤ size
+        starts, ends = split[:-1], split[1:]
+        held = np.flatnonzero(ends > starts)
+        own = np.zeros(starts.size)
+        if held.size:  # max over each held bucket's cells [start, end)
+            pairs = np.stack([starts[held], ends[held]], axis=1).ravel()
+            own[held] = np.maximum.reduceat(errors, pairs)[::2]
+        return summed + own
 
     def loss_range(self, direction: str, half_width: float = 0.0) -> tuple[float, float]:
         """The smallest and largest finite losses (±∞ cells fall outside, as tails)."""
@@ -107,19 +124,25 @@ class DiscretePair:
         return mean, math.sqrt(max(float(np.sum(weights * (loss[finite] - mean) ** 2)), 1e-24))
 
 
+# Below this log, −ln(1 − x) and 1 − e^{−x} are x to within x/2 < 1e-304 relative; above
+# it, log1p and expm1 keep their relative accuracy (at −30, the approximation's x/2 was
+# 4.7e-14, 200 ulps, in every cell difference beyond it).
+_APPROXIMATE_BELOW = -700.0
+
+
 def _log_neg_log_cdf(z: np.ndarray) -> np.ndarray:
-    """ln(−ln Φ(z)), accurate where Φ(z) rounds to 1: ln Φ̄(z) there (−ln Φ = Φ̄ + O(Φ̄²))."""
+    """ln(−ln Φ(z)), accurate where Φ(z) rounds to 1: −ln Φ = −log1p(−Φ̄)."""
     log_sf = log_ndtr(-z)
     with np.errstate(divide="ignore", invalid="ignore"):
         exact = np.log(-np.log1p(-np.exp(log_sf)))
-    return np.where(log_sf < -30.0, log_sf, exact)
+    return np.where(log_sf < _APPROXIMATE_BELOW, log_sf, exact)
 
 
 def _log_one_minus_exp_neg(log_u: np.ndarray) -> np.ndarray:
-    """ln(1 − e^{−u}) from ln u: ln u itself where u < e^{−30} (relative error u/2)."""
+    """ln(1 − e^{−u}) from ln u (expm1: relative accuracy however small u is)."""
     with np.errstate(divide="ignore", over="ignore"):
         exact = np.log(-np.expm1(-np.exp(log_u)))
-    return np.where(log_u < -30.0, log_u, exact)
+    return np.where(log_u < _APPROXIMATE_BELOW, log_u, exact)
 
 
 def _log_max_tails(c: np.ndarray, shift: float, observed: int, weight: float, sigma: float):
@@ -139,14 +162,30 @@ def _log_max_tails(c: np.ndarray, shift: float, observed: int, weight: float, si
             np.logaddexp(math.log(weight) + log_survival, math.log1p(-weight) + log_not_b))
 
 
-def _log_cell_masses(log_cdf: np.ndarray, log_survival: np.ndarray) -> np.ndarray:
-    """log masses of (−∞, c_0], (c_0, c_1], …, (c_last, ∞) from ln F and ln(1 − F) at the
-    edges, each a difference of the smaller tail (F below ½, 1 − F above)."""
+def _log_cell_masses(log_cdf: np.ndarray, log_survival: np.ndarray):
+    """(log masses of (−∞, c_0], (c_0, c_1], …, (c_last, ∞), a bound on each one's error)
+    from ln F and ln(1 − F) at the edges, each a difference of the smaller tail (F below ½,
+    1 − F above). The difference e^a − e^b (b < a) of two logs within E(a), E(b) is within
+    (E(a) + E(b))/(1 − e^{b−a}) relative: u·|ln F|·F/cell, up to ~5e4 u (an independent
+    review, against 80-digit cells), far beyond an ulp."""
     log_cdf = np.concatenate([[-np.inf], np.minimum(log_cdf, 0.0), [0.0]])
     log_survival = np.concatenate([[0.0], np.minimum(log_survival, 0.0), [-np.inf]])
-    low, high = log_cdf[:-1], log_cdf[1:]
-    use_cdf = high <= math.log(0.5)
-    return np.where(use_cdf, _log_diff(high, low), _log_diff(log_survival[:-1], log_survival[1:]))
+    use_cdf = log_cdf[1:] <= math.log(0.5)
+    high = np.where(use_cdf, log_cdf[1:], log_survival[:-1])
+    low = np.where(use_cdf, log_cdf[:-1], log_survival[1:])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        spread = -np.expm1(np.minimum(low - high, 0.0))
+        error = (_tail_log_error(high) + _tail_log_error(low)) / spread + 4.0 * _U
+    return _log_diff(high, low), np.where(np.isfinite(error), error, 0.0)
+
+
+_U = 2.0**-53
+
+
+def _tail_log_error(log_tail: np.ndarray) -> np.ndarray:
+    """A bound on the error of _log_max_tails' logs: each a sum, or log-sum, of log_ndtr
+    values (a few ulps of each) and their multiples, so 8u·(|ln F| + 2); 0 at ±∞ (exact)."""
+    return np.where(np.isfinite(log_tail), 8.0 * _U * (np.abs(log_tail) + 2.0), 0.0)
 
 
 def max_statistic_pair(noise_multiplier: float, observed: int, shift_p: float, shift_q: float,
@@ -160,6 +199,6 @@ def max_statistic_pair(noise_multiplier: float, observed: int, shift_p: float, s
     c_low = bottom + sigma * max(float(ndtri(math.exp(math.log(1e-30) / observed))), -12.0)
     c_high = max(shift_p, shift_q, 0.0) + sigma * (12.0 + math.sqrt(2.0 * math.log(observed + 1)))
     edges = np.linspace(c_low, c_high, cells)
-    log_p = _log_cell_masses(*_log_max_tails(edges, shift_p, observed, weight, sigma))
-    log_q = _log_cell_masses(*_log_max_tails(edges, shift_q, observed, weight, sigma))
-    return DiscretePair(log_p, log_q)
+    log_p, error_p = _log_cell_masses(*_log_max_tails(edges, shift_p, observed, weight, sigma))
+    log_q, error_q = _log_cell_masses(*_log_max_tails(edges, shift_q, observed, weight, sigma))
+    return DiscretePair(log_p, log_q, np.maximum(error_p, error_q))

@@ -183,4 +183,5 @@ def compose_tilted(plds_with_steps, theta: float, tail_mass: float, valid_from: 
 
 def tilted_input_errors(tilted: Tilted) -> list[InputError]:
     """The tilted pmfs' error against the exact tilts of the computed ones (normalised)."""
-    return [InputError(tilted.input_relative, 0.0, 1.0)] * len(tilted.plds)
+    relative = tilted.input_relative
+    return [InputError(relative / (1.0 - relative), 0.0, 1.0)] * len(tilted.plds)
