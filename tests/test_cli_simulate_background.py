@@ -33,28 +33,38 @@ def _pairs(results) -> list[tuple]:
 
 
 @pytest.mark.parametrize("model", [("poisson", "add-remove"), ("fixed-size", "replace-one")])
-def test_background_epsilons_are_those_computed_in_turn(model):
-    live = _live(model)
+@pytest.mark.parametrize("final_by_point", [False, True])
+def test_background_epsilons_are_those_computed_in_turn(model, final_by_point):
+    live = LiveAccountant(Q, SIGMA, DELTA, ENDS[-1], None, model, ENDS, True, final_by_point)
     live.start()
     rows = [live.row(_record(epoch, steps)) for epoch, steps in enumerate(ENDS, start=1)]
     live.settle()
-    # in turn, as before the threads: one curve over the planned ends, the point path last
-    schedules = [Schedule.single(Q, SIGMA, steps, *model) for steps in ENDS[:-1]]
-    curve = epsilon_curves(list(LIVE_ACCOUNTANTS), schedules, DELTA, tolerance=PB_TOLERANCE)
-    final = epsilon_for_steps(LIVE_ACCOUNTANTS, Q, SIGMA, ENDS[-1], DELTA, model)
-    for row, expected in zip(rows, [*curve, final]):
-        assert _pairs([row.epsilon, row.epsilon_rdp]) == _pairs(expected)  # equal, not close
+    # in turn, as before the threads: one curve over the planned ends (the last one too),
+    # or the point path last where σ was calibrated by it
+    curved = ENDS[:-1] if final_by_point else ENDS
+    schedules = [Schedule.single(Q, SIGMA, steps, *model) for steps in curved]
+    expected = epsilon_curves(list(LIVE_ACCOUNTANTS), schedules, DELTA, tolerance=PB_TOLERANCE)
+    point = epsilon_for_steps(LIVE_ACCOUNTANTS, Q, SIGMA, ENDS[-1], DELTA, model)
+    if final_by_point:
+        expected = [*expected, point]
+    for row, results in zip(rows, expected):
+        assert _pairs([row.epsilon, row.epsilon_rdp]) == _pairs(results)  # equal, not close
         assert row.poisson_reference is None
+    # the curve's last epoch and the point path: both certified, and close
+    final = rows[-1].epsilon
+    assert point[0].epsilon_lower <= final.epsilon and final.epsilon_lower <= point[0].epsilon
+    assert final.epsilon == pytest.approx(point[0].epsilon, rel=1e-5)
 
 
 def test_no_certificate_rows_carry_only_the_poisson_reference():
     live = _live(("poisson", "add-remove"), applies=False)
     rows = [live.row(_record(epoch, steps)) for epoch, steps in enumerate(ENDS, start=1)]
     live.settle()
-    final = epsilon_for_steps(LIVE_ACCOUNTANTS, Q, SIGMA, ENDS[-1], DELTA)
+    curve = epsilon_curves(list(LIVE_ACCOUNTANTS), [Schedule.single(Q, SIGMA, steps) for steps in ENDS],
+                           DELTA, tolerance=PB_TOLERANCE)
     assert all(row.epsilon is None and row.epsilon_rdp is None for row in rows)
     assert all(row.poisson_reference is not None for row in rows)
-    assert rows[-1].poisson_reference.epsilon == final[0].epsilon
+    assert rows[-1].poisson_reference.epsilon == curve[-1][0].epsilon
 
 
 def test_rows_do_not_wait_for_the_accounting(monkeypatch):

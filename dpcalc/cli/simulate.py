@@ -251,7 +251,8 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
                      f"epochs (evenly spaced, and the last) to keep accounting cheap; the others "
                      f"show no ε")
     live = LiveAccountant(sampling_rate, config.noise_multiplier, delta, total_steps, accounted,
-                          model, tuple(epoch_end_steps(config, n_train)), applies)
+                          model, tuple(epoch_end_steps(config, n_train)), applies,
+                          final_by_point=calibration is not None)
     live.start()  # ε of the planned epochs, computed while the model trains
     group_job = None
     if group_size is not None:  # for the planned steps, also while the model trains

@@ -104,10 +104,14 @@ class LiveAccountant:
     ``poisson_reference``, which does not apply to the run.
 
     The planned epoch ends are known before training starts, so ``start()`` computes
-    their ε on two background threads (one curve for the planned ends, the point path for
-    the last) while the model trains; NumPy's large array operations release the GIL.
-    ``row()`` fills an epoch's ε at once if it is in, else leaves it for ``settle()``, which
-    waits for the rest. The numbers are those of computing them in turn (test)."""
+    their ε on a background thread while the model trains, as one curve over all of them
+    (curve.py: one composition; each point certified, on a grid at least as fine as the
+    point path's, and within ~1e-7 of `dpcalc epsilon` in the README's runs). With
+    ``final_by_point`` (σ calibrated by the point path), the last epoch is the point path's
+    number on a second thread, the ε the calibration certified. NumPy's large array
+    operations release the GIL. ``row()`` fills an epoch's ε at once if it is in, else
+    leaves it for ``settle()``, which waits for the rest. The numbers are those of
+    computing them in turn (test)."""
 
     sampling_rate: float
     noise_multiplier: float
@@ -118,6 +122,7 @@ class LiveAccountant:
     # the planned epoch ends: their ε is computed together, from one composition
     epoch_ends: tuple[int, ...] = ()
     applies: bool = True
+    final_by_point: bool = False
     _curve: "Background | None" = None
     _final: "Background | None" = None
     _pending: list = field(default_factory=list)
@@ -126,7 +131,8 @@ class LiveAccountant:
         """Start computing the planned epochs' ε in the background."""
         if self._planned():
             self._curve = Background(self._precompute)
-        self._final = Background(lambda: tuple(self._point(self.total_steps)))
+        self._final = (Background(lambda: tuple(self._point(self.total_steps)))
+                       if self.final_by_point else self._curve)
 
     def row(self, record: "EpochRecord") -> EpochRow:
         """The epoch's row; its ε now if known, else filled in by ``settle()``."""
@@ -135,7 +141,7 @@ class LiveAccountant:
                   or record.steps_done == self.total_steps)
         if not wanted:
             return row
-        if self._final is None:
+        if self._final is None and self._curve is None:
             self.start()
         source = self._source(record.steps_done)
         if source is None:  # not a planned epoch end: now
@@ -151,14 +157,14 @@ class LiveAccountant:
         for row, source in self._pending:
             if wait or source.done():
                 answer = source.result()
-                self._fill(row, *(answer if source is self._final
+                self._fill(row, *(answer if isinstance(answer, tuple)
                                   else answer[row.record.steps_done]))
             else:
                 still.append((row, source))
         self._pending = still
 
     def _source(self, steps: int) -> "Background | None":
-        if steps == self.total_steps:
+        if steps == self.total_steps and self.final_by_point:
             return self._final
         return self._curve if steps in self._planned() else None
 
@@ -173,10 +179,11 @@ class LiveAccountant:
                                  steps, self.delta, self.model)
 
     def _planned(self) -> list[int]:
-        """The step counts of the epochs that get ε, as planned."""
-        # the final ε comes from the point path: the same number as `dpcalc epsilon`
+        """The step counts of the epochs the curve accounts, as planned (the last one too,
+        unless ``final_by_point``)."""
         return [steps for epoch, steps in enumerate(self.epoch_ends, start=1)
-                if (self.accounted is None or epoch in self.accounted) and steps != self.total_steps]
+                if (self.accounted is None or epoch in self.accounted or steps == self.total_steps)
+                and not (steps == self.total_steps and self.final_by_point)]
 
     def _precompute(self) -> dict:
         """ε (pb, rdp) at every planned epoch end: one curve over the step counts."""
