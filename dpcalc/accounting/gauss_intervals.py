@@ -27,7 +27,8 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 # Below this step (and u < 8), erfcx(u) − erfcx(u + h) comes from its Taylor series: a plain
 # difference is within ~5e-14 from 0.03 on (measured against mpmath; 8e-13 at 1e-3).
 _SERIES_STEP = 0.03
-_ASYMPTOTIC_FROM = 8.0  # from here on, erfcx_gap sums the asymptotic series
+_ASYMPTOTIC_FROM = 8.0  # from here on, erfcx_gap sums the asymptotic series (small steps)
+_DIRECT_FROM_SHARE = 1.0 / 32.0
 _SQRT_HALF = math.sqrt(0.5)
 
 
@@ -54,17 +55,21 @@ def erfcx_gap(u, step) -> np.ndarray:
 
     A plain difference loses ~u·erfcx(u)/gap relative (the two values nearly cancel):
     ~1e-16/step near u = 0 but ~1e-16·u/step for large u (1.4e-12 at u = 15.5, step =
-    1.3e-3 before the asymptotic path took every u ≥ 8). So it is used only for u < 8 and
-    step ≥ _SERIES_STEP; below that step the Taylor series −Σ_n stepⁿ/n! f⁽ⁿ⁾(u) is summed,
-    with f = erfcx, f′ = 2uf − 2/√π and f⁽ⁿ⁾ = 2(n−1)f⁽ⁿ⁻²⁾ + 2u f⁽ⁿ⁻¹⁾; from u = 8 on, the
-    asymptotic series term by term (_gap_asymptotic, any step).
+    1.3e-3 when it was taken for every step ≥ 1e-3). So it is used only for step ≥
+    _SERIES_STEP below u = 8 and for step ≥ u/32 from there on. Below u = 8 and that step
+    the Taylor series −Σ_n stepⁿ/n! f⁽ⁿ⁾(u) is summed, with f = erfcx, f′ = 2uf − 2/√π and
+    f⁽ⁿ⁾ = 2(n−1)f⁽ⁿ⁻²⁾ + 2u f⁽ⁿ⁻¹⁾; from u = 8 on, the asymptotic series term by term
+    (_gap_asymptotic).
     """
     u = np.atleast_1d(np.asarray(u, dtype=float))
     per_entry = np.ndim(step) > 0
     step = np.broadcast_to(np.asarray(step, dtype=float), u.shape) if per_entry else float(step)
-    large = u >= _ASYMPTOTIC_FROM
-    direct = ~large & (step >= _SERIES_STEP)
-    series = ~large & ~direct
+    large_u = u >= _ASYMPTOTIC_FROM
+    # at u ≥ 8, erfcx(u) − erfcx(u + s) ≈ erfcx(u)·s/(u + s): the plain difference loses
+    # ~(u + s)/s ulps of erfcx, so it is taken from s ≥ u/32 on there
+    direct = step >= np.where(large_u, u * _DIRECT_FROM_SHARE, _SERIES_STEP)
+    large = ~direct & large_u
+    series = ~direct & ~large
     if np.all(direct):
         return special.erfcx(u) - special.erfcx(u + step)
     out = np.empty_like(u)
@@ -91,27 +96,42 @@ def _gap_series(u: np.ndarray, step) -> np.ndarray:
         coefficient = coefficient * step / n
         term = -coefficient * current
         gap = gap + term
-        if np.all(np.abs(term) <= 1e-17 * np.abs(gap)):
+        # checked every 4th term (the check costs as much as a term on short arrays)
+        if n % 4 == 0 and np.all(np.abs(term) <= 1e-17 * np.abs(gap)):
             break
     return gap
 
 
 def _gap_asymptotic(u: np.ndarray, step) -> np.ndarray:
     """erfcx(u) − erfcx(u + step) for u ≥ 8 from the asymptotic series
-    erfcx(u) = (1/(u√π)) Σ_k (−1)^k (2k − 1)!!/(2u²)^k, term by term: each difference
-    u^{−m} − (u + s)^{−m} = u^{−m}·(−expm1(−m·log1p(s/u))) keeps its relative accuracy.
-    At u ≥ 8 the terms fall below 1e-17 of the first well before the series diverges."""
-    ratio = np.log1p(step / u)
-    total = np.zeros_like(u)
-    coefficient = 1.0 / math.sqrt(math.pi)  # (−1)^k (2k − 1)!!/2^k / √π
-    for k in range(0, 30):
-        power = 2 * k + 1
-        term = coefficient * u ** (-power) * -np.expm1(-power * ratio)
-        total = total + term
-        if np.all(np.abs(term) <= 1e-17 * np.abs(total)):
-            break
-        coefficient *= -(2 * k + 1) / 2.0
-    return total
+    erfcx(u) = (1/(u√π)) Σ_k (−1)^k (2k − 1)!!/(2u²)^k, term by term without cancellation:
+    with a = 1/u, b = 1/(u + s), a^m − b^m = (a − b)·S_m, S_m = Σ_{j<m} a^j b^{m−1−j} (positive
+    terms; S_{m+1} = a·S_m + b^m) and a − b = s/(u(u + s)). Each difference term is at most
+    (2k + 1)(2k − 1)!!/(2u²)^k of the first; enough terms are summed for that to fall below
+    1e-17 at the smallest u (at u ≥ 8, long before the series diverges)."""
+    a = 1.0 / u
+    b = 1.0 / (u + step)
+    difference = step * a * b  # a − b
+    sums, b_power = np.ones_like(u), b.copy()  # S_1 = 1, b^1
+    total = np.full_like(u, 1.0 / math.sqrt(math.pi))  # c_0·S_1
+    coefficient = 1.0 / math.sqrt(math.pi)  # c_k = (−1)^k (2k − 1)!!/2^k / √π
+    for k in range(1, _asymptotic_terms(float(np.min(u)))):
+        for _ in range(2):  # S_{2k−1} → S_{2k+1}
+            sums = a * sums + b_power
+            b_power = b_power * b
+        coefficient *= -(2 * k - 1) / 2.0
+        total = total + coefficient * sums
+    return difference * total
+
+
+def _asymptotic_terms(smallest: float) -> int:
+    """Terms of _gap_asymptotic's series for u ≥ ``smallest`` (≥ 8): the first k whose
+    bound (2k + 1)(2k − 1)!!/(2u²)^k is below 1e-17."""
+    bound, k = 1.0, 0
+    while bound * (2 * k + 1) >= 1e-17 and k < 60:
+        k += 1
+        bound *= (2 * k - 1) / (2.0 * smallest * smallest)
+    return k + 1
 
 
 def _log_upper_interval(low: np.ndarray, width: np.ndarray) -> np.ndarray:
