@@ -442,3 +442,28 @@ def test_displaced_run_needs_one_dataset_size():
     assert displaced_run(Schedule((first, first))) is not None
     other = Phase(0.6, 1.0, 2, "truncated-poisson", "add-remove", None, 50, 20)
     assert displaced_run(Schedule((first, other))) is None
+
+
+def test_displaced_run_cells_carry_the_binomial_weights_error():
+    """scipy's binomial pmf, the displaced run's weights, is within ~6e-14 relative of
+    50-digit values (580 ulps, far beyond the ulp-level model of a cell's log mass): each
+    cell carries _BINOMIAL_ERROR (4× the largest measured) plus the log-sums' 4u per
+    component, which the pair's bucket_log_error passes on (review lead, stop 26)."""
+    import mpmath as mp
+    from scipy.stats import binom
+
+    from dpcalc.accounting.truncated_instance import _BINOMIAL_ERROR, displaced_pair
+
+    worst = 0.0
+    with mp.workdps(50):
+        for others, rate in [(59_999, 0.004), (5_999, 0.05), (999, 0.1)]:
+            mean, spread = others * rate, math.sqrt(others * rate * (1 - rate))
+            for count in np.unique(np.clip(np.round(mean + spread * np.linspace(-12, 12, 25)),
+                                           0, others).astype(int)).tolist():
+                exact = (mp.binomial(others, count) * mp.mpf(rate) ** count
+                         * (1 - mp.mpf(rate)) ** (others - count))
+                worst = max(worst, abs(float(mp.mpf(binom.pmf(count, others, rate)) / exact - 1)))
+    assert 16 * 2.0**-53 < worst <= _BINOMIAL_ERROR / 2  # beyond an ulp; within the margin
+    pair = displaced_pair(600, 0.1, 50, 1.0, "add-remove")
+    edges = np.array([-np.inf, np.inf])
+    assert pair.bucket_log_error("remove", edges)[0] >= _BINOMIAL_ERROR
