@@ -143,3 +143,44 @@ def test_max_statistic_cells_are_within_their_own_error_bound(shifts, weight):
                 assert error <= ulp_model + own_bound
                 worst_plain = max(worst_plain, error / ulp_model)
     assert worst_plain > 10  # the ulp-level model alone did not hold
+
+
+def test_revealed_mixture_losses_are_within_the_bound_and_keep_their_branches_errors():
+    """A revealed mixture's bucket loss against 60-digit masses of its branches' own float
+    buckets (the stop-25 review asked for this test), and a wrapped max-statistic pair's
+    cell errors are passed on (align_directions wraps lower-bound instances in one; before,
+    the wrapper dropped them)."""
+    from dpcalc.accounting.max_pair import max_statistic_pair
+    from dpcalc.accounting.revealed_mixture import RevealedMixturePair
+
+    branches = [(0.7, 0.01), (0.3, 0.2)]
+    pairs = [GaussianMixturePair.subsampled_gaussian(q, 1.0) for _, q in branches]
+    mixture = RevealedMixturePair([(w, pair) for (w, _), pair in zip(branches, pairs)])
+    step, worst = 1e-3, 0.0
+    for direction in ("remove", "add"):
+        low, high = mixture.loss_range(direction, 10.0)
+        starts = np.unique(np.linspace(math.floor(low / step), math.ceil(high / step) - 2, 30).astype(int))
+        for start in starts:
+            edges = np.array([start, start + 1]) * step
+            log_p, log_q, _, _ = mixture.log_bucket_masses(direction, edges)
+            if not (np.isfinite(log_p[0]) and np.isfinite(log_q[0])):
+                continue
+            parts = [_exact_log_masses(pair, q, 1.0, direction, edges)[0]
+                     for pair, (_, q) in zip(pairs, branches)]
+            with mp.workdps(60):
+                p = mp.fsum(w * mp.e ** part[0] for (w, _), part in zip(branches, parts) if part)
+                q_mass = mp.fsum(w * mp.e ** part[1] for (w, _), part in zip(branches, parts) if part)
+                if not (p > 0 and q_mass > 0):  # outside every branch's finite roots
+                    continue
+                exact = mp.log(p) - mp.log(q_mass)
+            bound = _loss_error(log_p, log_q, edges[:1], step,
+                                mixture.bucket_log_error(direction, edges))[0]
+            error = abs(float(exact - mp.mpf(log_p[0] - log_q[0])))
+            assert error <= bound
+            worst = max(worst, error / bound)
+    assert worst > 0.01  # the bound is not vacuous here
+    cells = max_statistic_pair(1.0, 10, 2.0, 1.0)
+    wrapped = RevealedMixturePair({"remove": [(1.0, cells, "remove")]})
+    edges = np.array([-np.inf, 0.0, np.inf])
+    assert np.all(wrapped.bucket_log_error("remove", edges) >= cells.bucket_log_error("remove", edges))
+    assert np.max(cells.bucket_log_error("remove", edges)) > 1e-12

@@ -109,6 +109,18 @@ class RevealedMixturePair:
         return (masses[0], masses[1], float(np.ravel(masses[2])[0]),
                 float(np.ravel(masses[3])[0]))
 
+    def bucket_log_error(self, direction: str, edges) -> np.ndarray:
+        """A bound on the error of log_bucket_masses' logs beyond an ulp: the largest of the
+        branches' own (a weighted sum of positives keeps it) and 4u per branch summed."""
+        items = self._items(direction)
+        edges = np.asarray(edges, dtype=float)
+        own = np.zeros(edges.size - 1)
+        for _, pair, pair_direction in items:
+            branch = getattr(pair, "bucket_log_error", None)
+            if branch is not None:
+                own = np.maximum(own, branch(pair_direction, edges))
+        return own + 4.0 * 2.0**-53 * (len(items) - 1)
+
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         """The union of the branches' loss windows."""
         ranges = [pair.loss_range(pair_direction, half_width)
