@@ -13,8 +13,9 @@ import numpy as np
 from dpcalc.accounting import fourier
 
 from dpcalc.accounting.chernoff import _chernoff_window
-from dpcalc.accounting.fft_error import (CompositionErrorBound, InputError, entry_relative_error,
-                                         input_error, input_error_terms, widened_window)
+from dpcalc.accounting.fft_error import (UNDERFLOWED, CompositionErrorBound, InputError,
+                                         entry_relative_error, input_error, input_error_terms,
+                                         widened_window)
 from dpcalc.accounting.pld import MAX_FFT_POINTS, ComposedPld, DiscretePld, GridTooLarge
 
 
@@ -51,7 +52,7 @@ def raised_atom(mass: float, extra: float = 0.0) -> float:
     an absolute floor below the normal range)."""
     if not 0.0 < mass < 1.0:
         return mass
-    return min(1.0, mass * (1.0 + entry_relative_error(-math.log(mass), extra)) + 1e-300)
+    return min(1.0, mass * (1.0 + entry_relative_error(-math.log(mass), extra)) + UNDERFLOWED)
 
 
 def single_step(pld: DiscretePld, error: InputError | None = None) -> ComposedPld:

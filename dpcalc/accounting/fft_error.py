@@ -65,7 +65,7 @@ def fft_relative_error(size: int, unit_roundoff: float = UNIT_ROUNDOFF) -> float
 
 # --- the input pmfs' own rounding (module doc, last paragraph) -------------------------
 SMALL_ENTRY = 1e-30  # input entries below this get an absolute bound, not a relative one
-_UNDERFLOWED = 1e-300  # more than any entry computed as 0 or subnormal can hold or lose
+UNDERFLOWED = 1e-300  # more than any entry computed as 0 or subnormal can hold or lose
 _PIECES_PER_ENTRY = 3  # discretise.connect_the_dots: two buckets' shares and the mass below
 
 
@@ -104,7 +104,7 @@ def input_error(pmf: np.ndarray, extra: float = 0.0) -> InputError:
     small = 0.0
     if rest:
         worst = entry_relative_error(746.0, extra)  # |ln p| ≤ 745 for p > 0
-        small = worst * float(np.sum(pmf, where=~large)) + _UNDERFLOWED * rest
+        small = worst * float(np.sum(pmf, where=~large)) + UNDERFLOWED * rest
     return InputError(relative / (1.0 - relative), small, float(pmf.sum()))
 
 

@@ -26,6 +26,7 @@ from dpcalc.accounting.special_functions import log_ndtr, ndtri
 from dpcalc.accounting.mixture import ADD, REMOVE, _log_diff
 
 CELLS = 1 << 14
+_U = 2.0**-53  # unit roundoff
 
 
 class DiscretePair:
@@ -97,7 +98,7 @@ class DiscretePair:
         _, _, loss = self._sorted(direction)
         split = np.searchsorted(loss, np.asarray(edges, dtype=float), side="right")
         cells = np.maximum(split[1:] - split[:-1], 1)
-        summed = 4.0 * 2.0**-53 * (cells - 1)
+        summed = 4.0 * _U * (cells - 1)
         if not np.any(self._cell_error):
             return summed
         errors = np.append(self._cell_error[self._order(direction)], 0.0)  # pad: ends ≤ size
@@ -177,9 +178,6 @@ def _log_cell_masses(log_cdf: np.ndarray, log_survival: np.ndarray):
         spread = -np.expm1(np.minimum(low - high, 0.0))
         error = (_tail_log_error(high) + _tail_log_error(low)) / spread + 4.0 * _U
     return _log_diff(high, low), np.where(np.isfinite(error), error, 0.0)
-
-
-_U = 2.0**-53
 
 
 def _tail_log_error(log_tail: np.ndarray) -> np.ndarray:
