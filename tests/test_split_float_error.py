@@ -218,3 +218,20 @@ def test_the_atom_buckets_loss_is_within_the_bound(rate, sigma, step):
         worst_without = max(worst_without, error / without)
     if rate == 1e-5:
         assert worst_without > 1  # the "+ 1" is what holds it here
+
+
+def test_ill_conditioned_max_statistic_cells_are_merged_not_dropped(monkeypatch):
+    """A cell whose two tails are equal in floats has no finite error bound (its mass is
+    below the tails' resolution): it is merged with a neighbour, a coarser partition and
+    so still a post-processing of the max (review finding, stop 26). Forced here with a
+    tiny threshold: fewer cells, every error below it, the masses still summing to 1."""
+    from dpcalc.accounting import max_pair
+
+    log_cells, errors = max_pair._log_cell_masses(np.log([0.1, 0.1, 0.2]), np.log([0.9, 0.9, 0.8]))
+    assert np.isneginf(log_cells[1]) and np.isinf(errors[1])  # equal tails: flagged, not 0
+    plain = max_pair.max_statistic_pair(1.0, 10, 2.0, 1.0)
+    monkeypatch.setattr(max_pair, "_MERGE_ABOVE", 2e-12)
+    merged = max_pair.max_statistic_pair(1.0, 10, 2.0, 1.0)
+    assert merged._loss.size < plain._loss.size and np.all(merged._cell_error < 2e-12)
+    for log_masses in (merged._log_p, merged._log_q):
+        assert math.isclose(float(np.exp(log_masses).sum()), 1.0, rel_tol=1e-12)

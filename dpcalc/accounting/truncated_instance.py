@@ -47,9 +47,13 @@ _REACH = 45.0  # a component's cells lie within ±_REACH·σ of its mean
 
 _RECORD_SHIFT = {ADD_REMOVE: 1, REPLACE_ONE: -1, ZERO_OUT: 0}
 # The relative error allowed scipy's binomial pmf and tails in the cells' weights: 4× the
-# largest measured against 50-digit mpmath (6.4e-14 at n = 6e4, q = 0.004, ±12 sd;
-# tests/test_truncated_instance.py). A measured margin, not a proof, as fft_error's FFT one.
-_BINOMIAL_ERROR = 2.6e-13
+# largest measured against 40–50-digit mpmath (an independent review: 1.3e-12 at n = 6e4,
+# q = 0.3, mean + 30 sd; 7.8e-13 below the cap at q = 0.05; tests/test_truncated_poisson.py).
+# A measured margin, not a proof, as fft_error's FFT one. Weights below 1e-290 come from
+# logpmf (~1e-10 off): cells that small get _TINY_CELL_ERROR.
+_BINOMIAL_ERROR = 5.2e-12
+_TINY_CELL_LOG = -600.0
+_TINY_CELL_ERROR = 1e-9
 
 
 def _mixtures(others: int, rate: float, cap: int, adjacency: str):
@@ -138,5 +142,6 @@ def displaced_pair(dataset_size: int, rate: float, cap: int, noise_multiplier: f
     cells = [_log_cells(*mixture, first_edge, per_unit, count, sigma) for mixture in (first, second)]
     # each cell: log-sums of components (≤ 4u per addition) of binomial weights within
     # _BINOMIAL_ERROR, beyond the kernel's own ulps (max_pair.DiscretePair's model)
-    error = _BINOMIAL_ERROR + 4.0 * 2.0**-53 * components
-    return DiscretePair(*cells, np.full(cells[0].size, error))
+    error = np.where((cells[0] < _TINY_CELL_LOG) | (cells[1] < _TINY_CELL_LOG), _TINY_CELL_ERROR,
+                     _BINOMIAL_ERROR) + 4.0 * 2.0**-53 * components
+    return DiscretePair(*cells, error)
