@@ -274,9 +274,12 @@ def test_saddle_tilt_solves_the_tilted_mean_in_few_evaluations(q, sigma, steps, 
 def test_tilted_lower_composition_skipped_only_where_its_twin_did_not_fit(monkeypatch):
     """q = 1e-6, σ = 0.3, T = 1e7, δ = 1e-12: the tilted upper composition needs ~2.1M
     points, more than its pass allows, so its twin (the lower one, same PLD rounded the other
-    way) is not attempted; the bounds are those of the run that attempts both."""
-    from dpcalc.accounting import buckets
+    way) is not attempted; the bounds are those of the run that attempts both. (The plain
+    pass first, as where the tilt would not widen the window enough for the split pass to go
+    first: here the split pass alone settles the run, tests/test_split_first.py.)"""
+    from dpcalc.accounting import buckets, grid_passes
 
+    monkeypatch.setattr(grid_passes, "_SPLIT_FIRST_SPREAD", math.inf)
     attempts = []
     original = buckets.compose_tilted
     monkeypatch.setattr(buckets, "compose_tilted",

@@ -140,7 +140,7 @@ def test_the_lower_bound_is_read_at_delta_plus_failure(monkeypatch):
     upper = ComposedPld(step, 0, pmf.copy(), 0.0, 0.0, 0.0)
     delta, failure, slack = 0.05, 0.04, 0.3
     monkeypatch.setattr(buckets, "compose_fitting",
-                        lambda phases, direction, step_, bound, *rest: (
+                        lambda phases, direction, step_, bound, *rest, **options: (
                             upper if bound == "upper" else composed, [], step_))
     monkeypatch.setattr(buckets, "rounding_slack", lambda plds, f: slack)
     _, lower, *_ = buckets._direction_bounds([], "remove", step, delta, 9.0, 1e-20, failure)

@@ -77,12 +77,16 @@ class PldBounds:
 
 
 def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
-                     half_width: float, tail_mass: float, max_points: int = MAX_FFT_POINTS):
+                     half_width: float, tail_mass: float, max_points: int = MAX_FFT_POINTS,
+                     discretised=None):
     """Discretise and compose, coarsening the grid until the FFT window fits ``max_points``.
+    ``discretised``: the single-step PLDs on the grid ``step``, when already computed.
 
     Returns (composed PLD, single-step PLDs with their steps, grid step used)."""
     while True:
-        plds = [(discretise(pair, direction, step, half_width, bound), steps) for pair, steps in phases]
+        plds = discretised or [(discretise(pair, direction, step, half_width, bound), steps)
+                               for pair, steps in phases]
+        discretised = None
         try:
             return compose(plds, tail_mass, max_points), plds, step
         except GridTooLarge as too_large:
@@ -90,12 +94,12 @@ def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
 
 
 def _direction_bounds(phases: PhaseList, direction: str, step: float, delta: float,
-                      half_width: float, tail_mass: float, failure: float):
+                      half_width: float, tail_mass: float, failure: float, discretised=None):
     """(upper, lower, step used, FFT points, single-step PLDs, estimate) for one direction;
     ``estimate`` is the upper composition read without its float-error bound (not a bound:
-    where to aim a tilted pass)."""
+    where to aim a tilted pass). ``discretised``: the upper single-step PLDs on ``step``."""
     upper_pld, upper_steps, step = compose_fitting(phases, direction, step, UPPER, half_width,
-                                                    tail_mass)
+                                                    tail_mass, discretised=discretised)
     lower_pld, lower_steps, _ = compose_fitting(phases, direction, step, LOWER, half_width,
                                                  tail_mass)
     upper = upper_pld.epsilon(delta, UPPER)
@@ -244,7 +248,7 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
             context = (phases, direction, delta, tail_mass, failure, half_width, tolerance,
                        epsilon_hint)
             composed[direction] = grid_passes[direction] = plain_pass(
-                context, steps, best, aims, grid_passes.get(direction))
+                context, steps, best, aims, grid_passes.get(direction), split_tried)
             points = max(points, composed[direction].plain_points)
         # Tilted and split passes on this grid while a direction has one left: the tilted
         # pass for every direction open before the first pass or now, and (if any was open)
@@ -288,6 +292,13 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
 def _tighter(first: tuple[float, float], second: tuple[float, float]) -> tuple[float, float]:
     """The tighter of two certified (upper, lower) pairs of one quantity, side by side."""
     return min(first[0], second[0]), max(first[1], second[1])
+
+
+def settled(bounds: tuple[float, float], tolerance: float) -> bool:
+    """Whether one direction's own bounds are within the tolerated gap; such a direction is
+    never open (_open_directions measures against the overall lower bound, ≥ its own)."""
+    upper, lower = bounds
+    return math.isfinite(upper) and upper <= lower + max(tolerance * upper, _ABSOLUTE_GAP)
 
 
 def _open_directions(best: dict, tolerance: float) -> list[str]:

@@ -8,7 +8,11 @@ tolerated gap of the overall lower bound):
    float round-off;
 2. once per run, a split pass (jumps.py): body and rare large losses composed apart.
 
-Where tilting would widen the plain window many times (_SPLIT_FIRST_RATIO), the tilt has
+On the first grid, where the plain composition is round-off bound (T·u ≥ δ) and a tilt
+onto the ε hint would widen the window _SPLIT_FIRST_SPREAD times (the tilted spread over
+the plain one), the split pass runs before any plain composition, and a direction it
+settles is not composed plainly at all (_split_first). Otherwise, where tilting would
+widen the plain window many times (_SPLIT_FIRST_RATIO), the tilt has
 made the rare large losses common: the split pass, built for them and far cheaper there,
 goes first, and once it has given bounds a tilted composition runs only within
 _TILT_AFTER_SPLIT_POINTS points. Each pass gives certified bounds on its own (its module's
@@ -27,7 +31,9 @@ import math
 from dpcalc.accounting.chernoff import rounding_slack
 from dpcalc.accounting.discretise import discretise
 from dpcalc.accounting.fft_compose import window_points
+from dpcalc.accounting.fft_error import UNIT_ROUNDOFF
 from dpcalc.accounting.pld import LOWER, MAX_FFT_POINTS, UPPER
+from dpcalc.accounting.tilt import tilted_spread_ratio
 
 # The split pass goes first where tilting widens the plain window this many times (and
 # beyond _SPLIT_FIRST_MIN_POINTS).
@@ -35,6 +41,11 @@ _SPLIT_FIRST_RATIO = 4.0
 _SPLIT_FIRST_MIN_POINTS = 1 << 19
 # Once a split pass has given bounds, a tilted composition runs only within this many points.
 _TILT_AFTER_SPLIT_POINTS = 1 << 21
+# The split pass goes before the plain one (_split_first) where a tilt onto the ε hint
+# would widen the window this many times (the tilted spread over the plain one).
+_SPLIT_FIRST_SPREAD = 8.0
+# GridPasses.stage once no pass is left on its grid (next_pass returns False).
+_NO_PASS_LEFT = 3
 # Halving h narrows a plain pass's gap at most about this much (its discretisation errors
 # are of order h² at best, its float round-off does not shrink).
 _REFINE_GAIN = 4.0
@@ -112,15 +123,54 @@ class GridPasses:
         return not self.plain_is_far(bounds)
 
 
+def _round_off_bound(phases, delta: float) -> bool:
+    """Whether a plain composition cannot resolve δ: its spectrum's round-off, raised to the
+    T-th power, grows like T·u of the peak (fft_error.py, item 2), and T·u ≥ δ."""
+    return sum(steps for _, steps in phases) * UNIT_ROUNDOFF >= delta
+
+
+def _split_first(context, step: float, best: dict, split_tried: dict):
+    """On the first grid of a round-off-bound direction (_round_off_bound) whose tilt onto
+    the ε hint would widen the window _SPLIT_FIRST_SPREAD times (rare large losses: the
+    tilted pass will not fit, the plain one will not resolve δ), the split pass before any
+    plain composition. Returns (GridPasses with no pass left where its bounds settle the
+    direction, else None; the upper single-step PLDs on ``step``, for the plain pass). The
+    split's bounds are certified for ε ≥ 0 whatever the aim (jumps.split_bounds)."""
+    from dpcalc.accounting import buckets  # the passes (buckets imports this module)
+
+    phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = context
+    upper_steps = [(discretise(pair, direction, step, half_width, UPPER), count)
+                   for pair, count in phases]
+    if tilted_spread_ratio(upper_steps, hint) < _SPLIT_FIRST_SPREAD:
+        return None, upper_steps
+    found = buckets._split_direction_bounds(phases, direction, delta, failure, tail_mass,
+                                            half_width, upper_steps, hint, 0.0, tolerance)
+    best[direction] = buckets._tighter(best[direction], found)
+    if not buckets.settled(found, tolerance):
+        return None, upper_steps  # the plain pass follows; its split pass may aim better
+    split_tried[direction] = True
+    passes = GridPasses(context, None, found[0], (math.inf, 0.0), 0)
+    passes.stage = _NO_PASS_LEFT
+    return passes, upper_steps
+
+
 def plain_pass(context, steps: dict, best: dict, aims: dict,
-               previous: GridPasses | None) -> GridPasses:
+               previous: GridPasses | None, split_tried: dict) -> GridPasses:
     """The plain pass of one direction on the grid ``steps[direction]`` (which it may
     coarsen to fit the FFT), tightening ``best``. Where the previous grid's plain pass was
     far from the best bounds and a tilted pass had aimed, only the one-step PLDs, their
-    rounding slack and the window the compositions would take are computed."""
+    rounding slack and the window the compositions would take are computed. On the first
+    grid, a round-off-bound direction tries its split pass first (_split_first) and is
+    not composed plainly when that settles it."""
     from dpcalc.accounting import buckets  # the plain pass (buckets imports this module)
 
-    phases, direction, delta, tail_mass, failure, half_width, _, _ = context
+    phases, direction, delta, tail_mass, failure, half_width, _, hint = context
+    discretised = None
+    if (previous is None and direction not in split_tried and hint is not None and hint > 0
+            and math.isfinite(hint) and _round_off_bound(phases, delta)):
+        settled, discretised = _split_first(context, steps[direction], best, split_tried)
+        if settled is not None:
+            return settled
     if previous is not None and direction in aims and previous.plain_is_far(best[direction]):
         step = steps[direction]
         upper_steps = [(discretise(pair, direction, step, half_width, UPPER), count)
@@ -133,6 +183,6 @@ def plain_pass(context, steps: dict, best: dict, aims: dict,
             return GridPasses(context, plds, aims[direction], previous.plain, points)
     (upper, lower, steps[direction], points, plds,
      estimate) = buckets._direction_bounds(phases, direction, steps[direction], delta,
-                                           half_width, tail_mass, failure)
+                                           half_width, tail_mass, failure, discretised)
     best[direction] = buckets._tighter(best[direction], (upper, lower))
     return GridPasses(context, plds, aims.get(direction, estimate), (upper, lower), points)

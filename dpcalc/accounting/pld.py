@@ -59,18 +59,26 @@ class DiscretePld:
         """ln E[e^{λE}] of one step's rounding error E (lower bound only)."""
         return self._cached_log_mgf("rounding", self.rounding_masses, self.rounding_errors, lambdas)
 
+    def mgf_support(self, upward: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(log masses, losses) of the finite part, light entries pooled for λ of the sign
+        ``upward`` (_mgf_support), kept for the next call."""
+        return self._pooled("loss", self.pmf, self.losses, upward)
+
     def _cached_log_mgf(self, what: str, masses: np.ndarray, values: np.ndarray,
                         lambdas: np.ndarray) -> np.ndarray:
         """_log_mgf with the pooled support (_mgf_support) kept per sign of λ: a Chernoff
         minimisation asks for many λ of one sign of the same (never modified) arrays."""
         lambdas = np.atleast_1d(lambdas)
-        upward = bool(lambdas[0] > 0)
+        return _log_mgf_on(*self._pooled(what, masses, values, bool(lambdas[0] > 0)), lambdas)
+
+    def _pooled(self, what: str, masses: np.ndarray, values: np.ndarray, upward: bool):
+        """_mgf_support of (masses, values), cached per sign."""
         cache = self.__dict__.setdefault("_mgf_supports", {})
         found = cache.get((what, upward))
         if found is None or found[0] is not masses or found[1] is not values:
             found = (masses, values, _mgf_support(masses, values, upward))
             cache[(what, upward)] = found
-        return _log_mgf_on(*found[2], lambdas)
+        return found[2]
 
 
 _POOL_BLOCK = 64
