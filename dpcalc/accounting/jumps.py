@@ -21,305 +21,35 @@ The lower's roundings — T − K fine ones, at most K per jump and extra body d
 one Chernoff slack η (chernoff.rounding_slack). Everything is tilted by the same e^{θℓ}
 (tilt.py), so the region near ε is the bulk of what the FFTs compute. Jumps rarer than
 TRUNCATION_SHARE·δ in all are cut: sent to +∞ (upper) or rounded down to the cut (lower).
+One step's split is jump_step.py's, the jump part's polynomial jump_polynomial.py's.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-from dpcalc.accounting import fourier
-from dpcalc.accounting.special_functions import binomial_upper_tail, gammaln
 
-from dpcalc.accounting.chernoff import _min_over_lambda, rounding_slack
-from dpcalc.accounting.discretise import (_bucket_masses, _loss_error, _pair_log_error,
-                                         centred_rounding, connect_the_dots, entry_error)
+from dpcalc.accounting import fourier
+from dpcalc.accounting.chernoff import rounding_slack
 from dpcalc.accounting.fft_compose import compose, raised_atom, with_input_errors
-from dpcalc.accounting.fft_error import (EXACT_INPUT, UNIT_ROUNDOFF, InputError, fft_relative_error,
-                                         full_spectrum_weights, input_error, input_error_terms)
+from dpcalc.accounting.fft_error import (UNIT_ROUNDOFF, fft_relative_error, full_spectrum_weights,
+                                         input_error_terms)
+from dpcalc.accounting.jump_polynomial import (COARSE_POINTS, TRUNCATION_SHARE, CoarseTooLarge,
+                                               _jump_window, _polynomial, enumerated_jumps,
+                                               jump_part)
+from dpcalc.accounting.jump_step import (JUMP_COUNT_TARGET, NothingToSplit, SplitGrids,
+                                         choose_threshold, split_step, truncation_loss)
 from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld, DiscretePld, GridTooLarge
+from dpcalc.accounting.special_functions import binomial_upper_tail
 from dpcalc.accounting.tilt import saddle_tilt, tilt, tilted_input_errors, tilted_tail_mass, untilt
 
-# Expected jumps (in the tilted measure) above the threshold, and how many are enumerated.
-JUMP_COUNT_TARGET = 12.0
-MAX_ENUMERATED_JUMPS = 96
-# Jumps beyond the loss where they add this share of δ in all are cut (truncation_loss);
-# the upper's configurations with more than K jumps may add as much again.
-TRUNCATION_SHARE = 1e-4
-# Grid points: one step's body, the composed body window, the coarse window.
+# Grid points: one step's body, the composed body window (the coarse one: jump_polynomial).
 _STEP_POINTS = 1 << 17
 BODY_POINTS = 1 << 20
-COARSE_POINTS = 1 << 20
-
-
-class NothingToSplit(ValueError):
-    """Some phase has no loss above the threshold on the coarse grid: use the plain engine."""
 
 
 class BodyTooLarge(GridTooLarge):
     """The body's composed window needs more than BODY_POINTS fine grid points."""
-
-
-class CoarseTooLarge(GridTooLarge):
-    """The coarse window needs more than COARSE_POINTS points."""
-
-
-@dataclass
-class StepSplit:
-    """One phase's step split at the threshold, for one bound (module doc)."""
-
-    body: DiscretePld          # normalised body on the fine grid (lower: with rounding errors)
-    body_coarse: DiscretePld   # m_B·b̄ on the coarse grid (lower: with rounding errors)
-    jumps: np.ndarray          # finite jump P-masses on the coarse grid
-    jump_first: int            # coarse index of jumps[0]
-    special: float             # +∞ mass (upper) or dropped mass (lower)
-    steps: int
-    jump_rounding: DiscretePld | None = None  # lower: the jumps' rounding errors (given a jump)
-    body_mass: float = 1.0     # m_B: the sum the fine body was normalised by
-    # how far the step's computed pieces (body, jumps, +∞) may be from the exact ones
-    input_error: InputError = EXACT_INPUT
-
-    @property
-    def jump_mass(self) -> float:
-        return float(self.jumps.sum())
-
-
-@dataclass
-class SplitGrids:
-    """The two grids, the threshold (in coarse steps) and the per-phase cut of the jumps."""
-
-    fine: float
-    ratio: int
-    threshold: int
-    truncations: tuple = field(default=())
-
-    @property
-    def coarse(self) -> float:
-        return self.fine * self.ratio
-
-
-def truncation_loss(pair, direction: str, steps: int, budget: float, high: float) -> float:
-    """The smallest loss e ≤ ``high`` (on a fine log grid) with T·P(L > e) ≤ ``budget``."""
-    if high <= 0.0:
-        return high
-    grid = high * np.geomspace(1e-6, 1.0, 400)
-    log_above = pair.log_tails(direction, grid)[0]
-    rare = np.flatnonzero(log_above + math.log(steps) <= math.log(budget))
-    return float(grid[rare[0]]) if rare.size else high
-
-
-def _coarsen(masses: np.ndarray, first: int, ratio: int, fine: float, bound: str,
-             errors: np.ndarray | None = None) -> DiscretePld:
-    """Fine-grid masses (first index ``first``) on the coarse grid: connect-the-dots between
-    the two coarse neighbours (upper), or to the nearest coarse point with each fine
-    bucket's total rounding error, coarse point − fine point + fine error (lower)."""
-    fine_index = first + np.arange(masses.size)
-    if bound == UPPER:
-        below = np.floor_divide(fine_index, ratio)
-        offset_in = (fine_index - below * ratio) * fine
-        to_upper = -np.expm1(-offset_in) / -math.expm1(-ratio * fine)
-        start = int(below[0])
-        pmf = np.bincount(below - start, weights=masses * (1.0 - to_upper),
-                          minlength=int(below[-1] - start) + 2)
-        pmf[1:] += np.bincount(below - start, weights=masses * to_upper,
-                               minlength=int(below[-1] - start) + 1)[:pmf.size - 1]
-        return DiscretePld(ratio * fine, start, pmf, 0.0, entry_error=_summed_error(2 * ratio))
-    nearest = np.floor_divide(fine_index + ratio // 2, ratio)
-    start = int(nearest[0])
-    pmf = np.bincount(nearest - start, weights=masses)
-    total_errors = (nearest * ratio - fine_index) * fine + errors
-    return DiscretePld(ratio * fine, start, pmf, 0.0, masses / masses.sum(), total_errors,
-                       _summed_error(ratio + 1))
-
-
-def _summed_error(terms: int) -> float:
-    """Relative error of a coarse entry summing ``terms`` fine pieces one by one, against
-    the exact sum of the computed pieces: (terms − 1)u for the sum and 4u for each piece's
-    connect-the-dots share (its direction unknown, so it is bounded as a mass error)."""
-    return (terms + 4) * UNIT_ROUNDOFF
-
-
-def _step_input_error(parts: list[np.ndarray], extra: float) -> InputError:
-    """The InputError of one step's computed pieces taken together (fft_error.input_error)."""
-    errors = [input_error(part, extra) for part in parts if part.size]
-    return InputError(max(e.relative for e in errors), sum(e.small for e in errors),
-                      sum(e.mass for e in errors))
-
-
-def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: float,
-               steps: int, truncation: float = math.inf) -> StepSplit:
-    """Body (L ≤ c) on the fine grid, jumps (c < L ≤ truncation) on the coarse one."""
-    fine, ratio, threshold, coarse = grids.fine, grids.ratio, grids.threshold, grids.coarse
-    low, high = pair.loss_range(direction, half_width)
-    high = min(high, truncation)
-    first = min(math.floor(low / fine), threshold * ratio - 1)
-    top = threshold * ratio
-    last_coarse = max(math.ceil(high / coarse), threshold + 1)
-    extra = entry_error(pair, direction, np.array([-np.inf, np.inf]))
-    if bound == UPPER:
-        body, below, _ = connect_the_dots(pair, direction, fine, first, top)
-        body[0] += below  # losses below the body's grid rounded up to its first point
-        jumps, _, above = connect_the_dots(pair, direction, coarse, threshold, last_coarse)
-        body_mass = float(body.sum())
-        special = raised_atom(above, extra)  # the +∞ mass at the top of its rounding
-        return StepSplit(DiscretePld(fine, first, body / body_mass, 0.0),
-                         _coarsen(body, first, ratio, fine, UPPER), jumps, threshold, special, steps,
-                         body_mass=body_mass, input_error=_step_input_error([body, jumps], extra))
-    body, errors, below, _ = centred_rounding(pair, direction, fine, first, top)
-    body_mass = float(body.sum())
-    normalised = body / body_mass
-    # jump buckets (c + h/2, c + H/2], then (e_k − H/2, e_k + H/2] centred on the coarse
-    # points e_k = c + kH, each bucket's exact loss rounded to its point (errors in
-    # [−H/2, H/2], ≤ 0 for the first); losses above the grid rounded down to its top
-    points = np.arange(threshold, last_coarse + 1) * coarse
-    edges = np.concatenate([[(top + 0.5) * fine], points + 0.5 * coarse])
-    log_p, log_q, _, log_above = _bucket_masses(pair, direction, edges)
-    jumps = np.exp(log_p)
-    with np.errstate(invalid="ignore"):  # at the safe end of the loss's float error
-        jump_errors = (np.clip(points - (log_p - log_q), -0.5 * coarse, 0.5 * coarse)
-                       + _loss_error(log_p, log_q, points, coarse,
-                                     _pair_log_error(pair, direction, edges)))
-    jump_errors = np.where(np.isfinite(jump_errors), jump_errors, 0.0)
-    jump_errors[0] = min(jump_errors[0], 0.0)  # the exact one is ≤ 0 (see above)
-    above = math.exp(log_above)
-    mass = float(jumps.sum()) + above
-    # given a jump, the errors' law (the top's rounded-down mass has error ≤ 0: bound 0)
-    jump_rounding = DiscretePld(coarse, threshold, np.append(jumps[:-1], jumps[-1] + above) / mass,
-                                0.0, np.append(jumps, above) / mass, np.append(jump_errors, 0.0))
-    jumps[-1] += above
-    return StepSplit(DiscretePld(fine, first, normalised, 0.0, normalised, errors),
-                     _coarsen(body, first, ratio, fine, LOWER, errors), jumps, threshold,
-                     below, steps, jump_rounding, body_mass, _step_input_error([body, jumps], extra))
-
-
-def choose_threshold(single_steps, theta: float) -> float | None:
-    """The smallest loss c > 0 on the grid of ``single_steps`` (one-step PLDs with their
-    steps) above which the θ-tilted runs expect at most JUMP_COUNT_TARGET jumps in all;
-    None when no loss is that rare (nothing to split)."""
-    candidates = np.unique(np.concatenate([pld.losses[pld.losses > 0] for pld, _ in single_steps]))
-    if candidates.size == 0:
-        return None
-    expected = np.zeros(candidates.size)
-    for pld, steps in single_steps:
-        with np.errstate(divide="ignore"):
-            exponents = np.log(pld.pmf) + theta * pld.losses
-        weights = np.exp(exponents - exponents.max())
-        weights /= weights.sum()
-        above = np.append(np.cumsum(weights[::-1])[::-1][1:], 0.0)  # mass strictly above ℓ_i
-        index = np.searchsorted(pld.losses, candidates, side="right") - 1
-        expected += steps * np.where(index >= 0, above[np.maximum(index, 0)], 1.0)
-    rare = np.flatnonzero(expected <= JUMP_COUNT_TARGET)
-    if rare.size == 0 or rare[0] == candidates.size - 1:
-        return None
-    return float(candidates[rare[0]])
-
-
-# --- the jump polynomial on the coarse grid ---------------------------------------------
-@dataclass
-class JumpPart:
-    """One phase's tilted per-draw laws on the coarse grid from the origin ℓ0 (the body's
-    lowest coarse point) and the weights a_j ∝ C(T, j) M_t^j M_b^{K−j}, j = 0..K."""
-
-    jump_logs: np.ndarray   # ln(tilted jump masses), at coarse index jump_first + i
-    log_jump_mass: float    # ln M_t
-    body_logs: np.ndarray   # ln(tilted body masses), at coarse index ℓ0 + i
-    log_body_mass: float    # ln M_b
-    log_weights: np.ndarray  # ln a_j (unnormalised)
-    enumerated: int         # K
-
-    @property
-    def log_scale(self) -> float:
-        peak = float(self.log_weights.max())
-        return peak + math.log(float(np.exp(self.log_weights - peak).sum()))
-
-
-def _log_sum(logs: np.ndarray) -> float:
-    """ln Σ exp(logs); −∞ for an empty or all-zero mass."""
-    top = float(np.max(logs)) if logs.size else -math.inf
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(float(np.exp(logs - top).sum()))
-
-
-def jump_part(split: StepSplit, theta: float, coarse: float, enumerated: int) -> JumpPart:
-    origin = split.body_coarse.offset
-    with np.errstate(divide="ignore"):
-        jump_logs = np.log(split.jumps) + theta * (split.jump_first + np.arange(split.jumps.size)) * coarse
-        body_logs = np.log(split.body_coarse.pmf) + theta * (origin + np.arange(split.body_coarse.pmf.size)) * coarse
-    log_mt, log_mb = _log_sum(jump_logs), _log_sum(body_logs)
-    js = np.arange(enumerated + 1)
-    log_weights = (gammaln(split.steps + 1) - gammaln(js + 1) - gammaln(split.steps - js + 1)
-                   + js * log_mt + (enumerated - js) * log_mb)
-    return JumpPart(jump_logs, log_mt, body_logs, log_mb, log_weights, enumerated)
-
-
-def enumerated_jumps(split: StepSplit, theta: float, coarse: float, delta: float) -> int:
-    """K: the θ-tilted jump count's mean plus five standard deviations and five (the lower
-    drops the rest: ~1e-7 of the tilted mass), and at least the count beyond which the
-    untilted binomial tail is ≤ TRUNCATION_SHARE·δ (the upper sends it to +∞); at most
-    MAX_ENUMERATED_JUMPS and T."""
-    part = jump_part(split, theta, coarse, 0)
-    if part.log_jump_mass == -math.inf:
-        return 0
-    log_share = part.log_jump_mass - np.logaddexp(part.log_jump_mass, part.log_body_mass)
-    mean = split.steps * math.exp(log_share)
-    count = math.ceil(mean + 5 * math.sqrt(mean) + 5)
-    rate = min(1.0, split.jump_mass)
-    while count < min(split.steps, MAX_ENUMERATED_JUMPS) and binomial_upper_tail(count, split.steps, rate) > TRUNCATION_SHARE * delta:
-        count += max(1, count // 4)
-    return int(min(split.steps, MAX_ENUMERATED_JUMPS, count))
-
-
-def _polynomial(split: StepSplit, part: JumpPart, size: int):
-    """Z̃ = Σ_{j≤K} a_j t̂^j b̂^{K−j} / Σ a_j on an FFT of ``size`` points (normalised t̂, b̂,
-    origin K·ℓ0), by Horner's scheme in t̂: (Z̃, error bound per coefficient)."""
-    origin, count = split.body_coarse.offset, part.enumerated
-    positions = split.jump_first - origin + np.arange(part.jump_logs.size)
-    if positions.max() >= size or part.body_logs.size > size:
-        raise CoarseTooLarge(int(max(positions.max(), part.body_logs.size) + 1))
-    placed = np.zeros(size)
-    placed[positions] = np.exp(part.jump_logs - part.log_jump_mass)
-    jump_hat = fourier.rfft(placed, size)
-    body_hat = fourier.rfft(np.exp(part.body_logs - part.log_body_mass), size)
-    weights = np.exp(part.log_weights - part.log_scale)
-    total = np.full(jump_hat.size, weights[count], dtype=complex)
-    power = np.ones(jump_hat.size, dtype=complex)
-    scaled = np.empty_like(power)
-    for j in range(count - 1, -1, -1):  # R_j = a_j b̂^{K−j} + t̂·R_{j+1}, in place
-        np.multiply(power, body_hat, out=power)
-        np.multiply(jump_hat, total, out=total)
-        total += np.multiply(weights[j], power, out=scaled)
-    # t̂, b̂ (|·| ≤ 1) each carry ≤ r + their inputs' round-off per coefficient, so a term of
-    # degree K moves by ≤ K·e·(1 + e)^K of its weight (weights sum to 1); Horner's scheme and
-    # the powers add ≤ 4(K + 1)u.
-    finite = np.concatenate([part.jump_logs - part.log_jump_mass, part.body_logs - part.log_body_mass])
-    magnitude = float(np.max(np.abs(finite[np.isfinite(finite)]))) + abs(part.log_jump_mass) \
-        + abs(part.log_body_mass) + 2.0
-    entry = (fft_relative_error(size) + 16.0 * UNIT_ROUNDOFF + 2.0 * UNIT_ROUNDOFF * magnitude
-             + split.body_coarse.entry_error)
-    error = count * entry * math.exp(min(count * entry, 700.0)) + 4 * (count + 1) * UNIT_ROUNDOFF
-    return total, error
-
-
-def _jump_window(split: StepSplit, part: JumpPart, coarse: float, log_tau: float) -> int:
-    """Coarse points from the origin holding all but τ of the tilted jump part: Chernoff
-    with its exact MGF Σ_j a_j M_t(λ)^j M_b(λ)^{K−j} / Σ a_j."""
-    origin, count = split.body_coarse.offset, part.enumerated
-    jumps = DiscretePld(coarse, split.jump_first - origin, np.exp(part.jump_logs - part.log_jump_mass), 0.0)
-    body = DiscretePld(coarse, 0, np.exp(part.body_logs - part.log_body_mass), 0.0)
-    weights = part.log_weights - part.log_scale
-    js = np.arange(count + 1)[:, None]
-
-    def bound_at(lambdas):
-        log_mgf = weights[:, None] + js * jumps.log_mgf(lambdas)[None, :] \
-            + (count - js) * body.log_mgf(lambdas)[None, :]
-        top = log_mgf.max(axis=0)
-        return (top + np.log(np.exp(log_mgf - top).sum(axis=0)) - log_tau) / lambdas
-
-    span = count * (split.jump_first - origin + split.jumps.size)
-    scale = coarse * max(1.0, math.sqrt(count)) * (split.jump_first - origin + 1)
-    hi = _min_over_lambda(bound_at, math.sqrt(-2 * log_tau) / scale)
-    return int(min(span, math.ceil(hi / coarse) if math.isfinite(hi) else span))
 
 
 # --- the whole composition -------------------------------------------------------------
