@@ -109,3 +109,48 @@ def test_without_a_hint_the_plain_pass_goes_first(monkeypatch):
     bounds = epsilon_bounds(schedule_phases(Schedule.single(q, sigma, steps)), delta)
     assert composed[:2] == ["remove", "add"]
     assert math.isfinite(bounds.upper) and bounds.lower > 0
+
+
+# q = 1e-6, σ = 1, T = 1e7, δ = 1e-12: ε ≈ 0.0247 where rdp's bound (the hint) is 0.899
+LOOSE_HINT = (1e-6, 1.0, 10_000_000, 1e-12)
+
+
+def _split(target: float, loose_aim: float = 0.0):
+    from dpcalc.accounting import jumps
+    from dpcalc.accounting.first_grid import TAIL_FRACTION
+
+    q, sigma, steps, delta = LOOSE_HINT
+    phases = schedule_phases(Schedule.single(q, sigma, steps))
+    half_width = tail_half_width(steps, delta)
+    return jumps.split_bounds(phases, "remove", delta, buckets._LOWER_FAILURE * delta,
+                              TAIL_FRACTION * delta, half_width,
+                              _upper_steps(q, sigma, steps, delta, "remove"), target, 0.0,
+                              buckets.DEFAULT_TOLERANCE, loose_aim)
+
+
+def test_a_loose_aim_is_aimed_again_until_the_lower_bound_is_aimed_where_the_upper_landed():
+    """Review finding: aimed at the hint (36× the answer), the upper composition was aimed
+    again once (0.091 → 0.026) but the lower one kept the first re-aim's grids, aimed at
+    0.091, and gave no lower bound (0.0). The upper is now aimed again while it lands below
+    half its aim, and the lower at the last upper."""
+    q, sigma, steps, delta = LOOSE_HINT
+    hint = RdpAccountant().epsilon(Schedule.single(q, sigma, steps), delta).epsilon
+    assert hint > 30 * 0.0247
+    aimed_close = _split(0.0247)
+    loose = _split(hint)
+    assert loose[1] > 0.98 * aimed_close[1] > 0  # a lower bound as good as a close aim's
+    assert loose[1] <= aimed_close[0] and aimed_close[1] <= loose[0]
+    assert loose[0] <= 1.06 * aimed_close[0]
+
+
+def test_split_first_gives_up_where_the_hint_is_a_loose_aim(monkeypatch):
+    q, sigma, steps, delta = LOOSE_HINT
+    hint = RdpAccountant().epsilon(Schedule.single(q, sigma, steps), delta).epsilon
+    upper, lower = _split(hint, grid_passes._LOOSE_HINT)
+    assert lower == 0.0 and upper < grid_passes._LOOSE_HINT * hint  # the first upper, alone
+    composed = _recording_plain_compositions(monkeypatch)
+    given_up = _bounds(q, sigma, steps, delta)
+    assert composed[:2] == ["remove", "add"]  # the plain-first order followed
+    monkeypatch.setattr(grid_passes, "_SPLIT_FIRST_SPREAD", math.inf)
+    plain_first = _bounds(q, sigma, steps, delta)
+    assert (given_up.upper, given_up.lower) == (plain_first.upper, plain_first.lower)

@@ -165,11 +165,12 @@ def _tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: floa
 
 def _split_direction_bounds(phases: PhaseList, direction: str, delta: float, failure: float,
                             tail_mass: float, half_width: float, single_steps, target: float,
-                            valid_from: float, tolerance: float) -> tuple[float, float]:
+                            valid_from: float, tolerance: float,
+                            loose_aim: float = 0.0) -> tuple[float, float]:
     """jumps.split_bounds, or no information (∞, 0) where it does not apply."""
     try:
         split = split_bounds(phases, direction, delta, failure, tail_mass, half_width,
-                             single_steps, target, valid_from, tolerance)
+                             single_steps, target, valid_from, tolerance, loose_aim)
     except GridTooLarge:
         split = None
     return split if split is not None else (math.inf, 0.0)

@@ -44,6 +44,10 @@ _TILT_AFTER_SPLIT_POINTS = 1 << 21
 # The split pass goes before the plain one (_split_first) where a tilt onto the ε hint
 # would widen the window this many times (the tilted spread over the plain one).
 _SPLIT_FIRST_SPREAD = 8.0
+# ... and stops after its first upper composition where that lands below this share of
+# the hint: the hint is too loose an aim (rdp at small ε) for the split to settle the
+# direction, and the plain-first order (whose split aims at the plain estimate) is cheaper.
+_LOOSE_HINT = 0.25
 # GridPasses.stage once no pass is left on its grid (next_pass returns False).
 _NO_PASS_LEFT = 3
 # Halving h narrows a plain pass's gap at most about this much (its discretisation errors
@@ -144,7 +148,8 @@ def _split_first(context, step: float, best: dict, split_tried: dict):
     if tilted_spread_ratio(upper_steps, hint) < _SPLIT_FIRST_SPREAD:
         return None, upper_steps
     found = buckets._split_direction_bounds(phases, direction, delta, failure, tail_mass,
-                                            half_width, upper_steps, hint, 0.0, tolerance)
+                                            half_width, upper_steps, hint, 0.0, tolerance,
+                                            _LOOSE_HINT)
     best[direction] = buckets._tighter(best[direction], found)
     if not buckets.settled(found, tolerance):
         return None, upper_steps  # the plain pass follows; its split pass may aim better

@@ -260,21 +260,24 @@ def _compose_split(phases, direction: str, bound: str, aimed, delta: float, fail
     return None
 
 
-# The upper composition is aimed again, once, where its bound lands below this fraction
-# of its aim (split_bounds).
+# The upper composition is aimed again, up to _REAIMS times, while its bound lands below
+# this fraction of its aim (split_bounds).
 _REAIM_BELOW = 0.5
+_REAIMS = 3
 
 
 def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass: float,
                  half_width: float, single_steps, target: float, valid_from: float,
-                 tolerance: float) -> tuple[float, float] | None:
+                 tolerance: float, loose_aim: float = 0.0) -> tuple[float, float] | None:
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
     when one step's loss has no rare large part to split off or the grids do not fit.
-    Where the upper bound lands below half of ``target``, the upper composition is aimed
-    again at it (keeping the smaller bound), and where it lands below (1 − tolerance) of the
-    aim, the lower composition is aimed at it: any aim gives certified bounds, a closer one
-    tighter ones."""
+    While the upper bound lands below half of its aim, the upper composition is aimed again
+    at it (up to _REAIMS times, keeping the smallest bound), and where it lands below (1 −
+    tolerance) of the aim, the lower composition is aimed at it: any aim gives certified
+    bounds, a closer one tighter ones. Where the first upper bound lands below ``loose_aim``
+    times ``target``, it is returned alone, with no lower bound (a caller that would rather
+    aim again itself)."""
     aimed = _aimed(phases, direction, single_steps, target, tolerance, failure, half_width, delta)
     if aimed is None:
         return None
@@ -284,16 +287,21 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
         return None
     upper = found[0].epsilon(delta, UPPER)
     upper = upper if upper >= valid_from else math.inf
-    if valid_from <= upper < _REAIM_BELOW * target:  # a loose aim (e.g. rdp's at small q):
-        # its tilt and grids were chosen for ε near the aim, not near this bound
+    if upper < loose_aim * target:
+        return upper, 0.0
+    for _ in range(_REAIMS):  # a loose aim (e.g. rdp's at small q): its tilt and grids
+        # were chosen for ε near the aim, not near this bound
+        if not valid_from <= upper < _REAIM_BELOW * target:
+            break
         again = _aimed(phases, direction, single_steps, upper, tolerance, failure, half_width,
                        delta)
         found = again and _compose_split(phases, direction, UPPER, again, delta, failure,
                                          tail_mass, half_width, valid_from)
-        if found:
-            value = found[0].epsilon(delta, UPPER)
-            upper = min(upper, value) if value >= valid_from else upper
-            aimed, target = again, upper
+        if not found:
+            break
+        value = found[0].epsilon(delta, UPPER)
+        aimed, target = again, upper  # ``again`` was aimed at the bound before it
+        upper = min(upper, value) if value >= valid_from else upper
     if valid_from <= upper < (1.0 - tolerance) * target:
         aimed = _aimed(phases, direction, single_steps, upper, tolerance, failure, half_width,
                        delta) or aimed
