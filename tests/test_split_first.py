@@ -154,3 +154,17 @@ def test_split_first_gives_up_where_the_hint_is_a_loose_aim(monkeypatch):
     monkeypatch.setattr(grid_passes, "_SPLIT_FIRST_SPREAD", math.inf)
     plain_first = _bounds(q, sigma, steps, delta)
     assert (given_up.upper, given_up.lower) == (plain_first.upper, plain_first.lower)
+
+
+def test_a_lower_composition_that_never_fits_keeps_the_upper_bound(monkeypatch):
+    """Review finding: where the lower composition failed (None: its grids never fit), the
+    certified upper bound in hand was dropped with it."""
+    from dpcalc.accounting import jumps
+    from dpcalc.accounting.pld import LOWER
+
+    q, sigma, steps, delta = LOOSE_HINT
+    both = _split(0.0247)
+    original = jumps._compose_split
+    monkeypatch.setattr(jumps, "_compose_split", lambda phases, direction, bound, *rest: (
+        None if bound == LOWER else original(phases, direction, bound, *rest)))
+    assert _split(0.0247) == (both[0], 0.0)

@@ -271,7 +271,8 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
                  tolerance: float, loose_aim: float = 0.0) -> tuple[float, float] | None:
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
-    when one step's loss has no rare large part to split off or the grids do not fit.
+    when one step's loss has no rare large part to split off or the upper's grids do not
+    fit (where only the lower's do not, the upper bound with 0).
     While the upper bound lands below half of its aim, the upper composition is aimed again
     at it (up to _REAIMS times, keeping the smallest bound), and where it lands below (1 −
     tolerance) of the aim, the lower composition is aimed at it: any aim gives certified
@@ -307,8 +308,8 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
                        delta) or aimed
     found = _compose_split(phases, direction, LOWER, aimed, delta, failure, tail_mass,
                            half_width, valid_from)
-    if found is None:
-        return None
+    if found is None:  # the lower composition never fit: the certified upper bound alone
+        return upper, 0.0
     composed, slack = found
     raw = composed.loss_quantile(delta + failure, LOWER)
     return upper, (max(0.0, raw - slack) if raw >= composed.valid_from else 0.0)
