@@ -14,7 +14,7 @@ from dpcalc.accounting.first_grid import initial_grid_step, tail_half_width
 from dpcalc.accounting.pld import UPPER
 from dpcalc.accounting.rdp_accountants import RdpAccountant
 from dpcalc.accounting.schedule import Schedule
-from dpcalc.accounting.tilt import tilted_spread_ratio
+from dpcalc.accounting.tilt import tilt_onto
 
 # issue 13's small-q point, and a cheaper one of the same regime
 SMALL_Q = [(1e-6, 0.3, 10_000_000, 1e-12), (3e-6, 0.35, 3_000_000, 1e-11)]
@@ -30,22 +30,31 @@ def _upper_steps(q: float, sigma: float, steps: int, delta: float, direction: st
 def test_a_gaussian_loss_keeps_its_spread_under_any_tilt():
     # q = 1: one step's loss is N(μ, 2μ) with μ = 1/(2σ²); an exponential tilt of a normal
     # law moves its mean only (Λ(θ) = θμ + θ²μ), so the ratio is 1 whatever the target.
+    # Its Chernoff rate is then (target − Tμ)²/(4Tμ) (Λ(θ) = T(θμ + θ²μ)).
     upper = _upper_steps(1.0, 1.0, 100, 1e-5, "remove")
     for target in (60.0, 80.0, 120.0):
-        assert tilted_spread_ratio(upper, target) == pytest.approx(1.0, rel=1e-2)
+        ratio, rate = tilt_onto(upper, target)
+        assert ratio == pytest.approx(1.0, rel=1e-2)
+        assert rate == pytest.approx((target - 50.0) ** 2 / 200.0, rel=1e-2)
 
 
-@pytest.mark.parametrize("q, sigma, steps, delta, direction, above", [
-    (1e-6, 0.3, 10_000_000, 1e-12, "remove", True),   # rare large losses: measured 22
-    (1e-4, 0.6, 1_000_000, 1e-10, "remove", True),    # measured 12.5
-    (1e-6, 0.3, 10_000_000, 1e-12, "add", False),     # losses bounded above: < 1
-    (0.01, 1.0, 10_000, 1e-12, "remove", False),      # measured 1.3: plain and tilt serve
-    (1e-3, 1.0, 100_000, 1e-12, "remove", False),     # measured 4.6
+@pytest.mark.parametrize("q, sigma, steps, delta, direction, first", [
+    (1e-6, 0.3, 10_000_000, 1e-12, "remove", True),   # rare large losses: spread 22, rate 0.95
+    (1e-4, 0.6, 1_000_000, 1e-10, "remove", True),    # spread 12.5, rate 0.88
+    (1e-6, 0.3, 10_000_000, 1e-12, "add", False),     # losses bounded above: spread < 1
+    (0.01, 1.0, 10_000, 1e-12, "remove", False),      # spread 1.3: plain and tilt serve
+    (1e-3, 1.0, 100_000, 1e-12, "remove", False),     # spread 4.6
+    (1e-6, 1.0, 1_000_000, 1e-12, "remove", False),   # spread 203 but rate 25·ln(1/δ): rdp
+    (3.75e-5, 0.924, 9_796_627, 4.1e-12, "remove", False),  # is far above ε; rate 1.24
 ])
-def test_the_spread_ratio_separates_the_rare_jump_regime(q, sigma, steps, delta, direction, above):
+def test_the_split_goes_first_only_in_the_rare_jump_regime_with_a_close_hint(q, sigma, steps,
+                                                                            delta, direction,
+                                                                            first):
     hint = RdpAccountant().epsilon(Schedule.single(q, sigma, steps), delta).epsilon
-    ratio = tilted_spread_ratio(_upper_steps(q, sigma, steps, delta, direction), hint)
-    assert (ratio >= grid_passes._SPLIT_FIRST_SPREAD) is above
+    spread, rate = tilt_onto(_upper_steps(q, sigma, steps, delta, direction), hint)
+    chosen = (spread >= grid_passes._SPLIT_FIRST_SPREAD
+              and rate <= grid_passes._CLOSE_HINT_RATE * math.log(1.0 / delta))
+    assert chosen is first
 
 
 def _bounds(q, sigma, steps, delta):
@@ -143,7 +152,9 @@ def test_a_loose_aim_is_aimed_again_until_the_lower_bound_is_aimed_where_the_upp
     assert loose[0] <= 1.06 * aimed_close[0]
 
 
-def test_split_first_gives_up_where_the_hint_is_a_loose_aim(monkeypatch):
+def test_a_loose_hint_is_left_to_the_plain_first_order(monkeypatch):
+    """rdp's 0.899 where ε ≈ 0.0247: the split pass stops after its first upper composition
+    when asked to (loose_aim), and the run takes the plain-first order's bounds."""
     q, sigma, steps, delta = LOOSE_HINT
     hint = RdpAccountant().epsilon(Schedule.single(q, sigma, steps), delta).epsilon
     upper, lower = _split(hint, grid_passes._LOOSE_HINT)

@@ -8,12 +8,12 @@ tolerated gap of the overall lower bound):
    float round-off;
 2. once per run, a split pass (jumps.py): body and rare large losses composed apart.
 
-On the first grid, where the plain composition is round-off bound (T·u ≥ δ) and a tilt
-onto the ε hint would widen the window _SPLIT_FIRST_SPREAD times (the tilted spread over
-the plain one), the split pass runs before any plain composition, and a direction it
-settles is not composed plainly at all (_split_first). Otherwise, where tilting would
-widen the plain window many times (_SPLIT_FIRST_RATIO), the tilt has
-made the rare large losses common: the split pass, built for them and far cheaper there,
+On the first grid, where the plain composition is round-off bound (T·u ≥ δ), a tilt onto
+the ε hint would widen the window _SPLIT_FIRST_SPREAD times (the tilted spread over the
+plain one) and the hint is a close aim (_CLOSE_HINT_RATE), the split pass runs before any
+plain composition, and a direction it settles is not composed plainly at all
+(_split_first). Otherwise, where tilting would widen the plain window many times
+(_SPLIT_FIRST_RATIO), the tilt has made the rare large losses common: the split pass, built for them and far cheaper there,
 goes first, and once it has given bounds a tilted composition runs only within
 _TILT_AFTER_SPLIT_POINTS points. Each pass gives certified bounds on its own (its module's
 argument) and the reported ones are the tightest of them, so the order and which passes
@@ -33,7 +33,7 @@ from dpcalc.accounting.discretise import discretise
 from dpcalc.accounting.fft_compose import window_points
 from dpcalc.accounting.fft_error import UNIT_ROUNDOFF
 from dpcalc.accounting.pld import LOWER, MAX_FFT_POINTS, UPPER
-from dpcalc.accounting.tilt import tilted_spread_ratio
+from dpcalc.accounting.tilt import tilt_onto
 
 # The split pass goes first where tilting widens the plain window this many times (and
 # beyond _SPLIT_FIRST_MIN_POINTS).
@@ -44,6 +44,11 @@ _TILT_AFTER_SPLIT_POINTS = 1 << 21
 # The split pass goes before the plain one (_split_first) where a tilt onto the ε hint
 # would widen the window this many times (the tilted spread over the plain one).
 _SPLIT_FIRST_SPREAD = 8.0
+# ... only where the hint is a close aim: the Chernoff rate of the tilt onto it at most
+# this many times ln(1/δ) (a Chernoff bound is loose by a polynomial factor only, so the
+# rate at the answer is about ln(1/δ); measured 0.87–0.99 where the split settled, 1.2–8 000
+# where the hint was far above the answer: rdp at small ε, where the split did not settle).
+_CLOSE_HINT_RATE = 1.1
 # ... and stops after its first upper composition where that lands below this share of
 # the hint: the hint is too loose an aim (rdp at small ε) for the split to settle the
 # direction, and the plain-first order (whose split aims at the plain estimate) is cheaper.
@@ -136,8 +141,8 @@ def _round_off_bound(phases, delta: float) -> bool:
 def _split_first(context, step: float, best: dict, split_tried: dict):
     """On the first grid of a round-off-bound direction (_round_off_bound) whose tilt onto
     the ε hint would widen the window _SPLIT_FIRST_SPREAD times (rare large losses: the
-    tilted pass will not fit, the plain one will not resolve δ), the split pass before any
-    plain composition. Returns (GridPasses with no pass left where its bounds settle the
+    tilted pass will not fit, the plain one will not resolve δ) and whose hint is a close
+    aim (_CLOSE_HINT_RATE), the split pass before any plain composition. Returns (GridPasses with no pass left where its bounds settle the
     direction, else None; the upper single-step PLDs on ``step``, for the plain pass). The
     split's bounds are certified for ε ≥ 0 whatever the aim (jumps.split_bounds)."""
     from dpcalc.accounting import buckets  # the passes (buckets imports this module)
@@ -145,7 +150,8 @@ def _split_first(context, step: float, best: dict, split_tried: dict):
     phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = context
     upper_steps = [(discretise(pair, direction, step, half_width, UPPER), count)
                    for pair, count in phases]
-    if tilted_spread_ratio(upper_steps, hint) < _SPLIT_FIRST_SPREAD:
+    spread, rate = tilt_onto(upper_steps, hint)
+    if spread < _SPLIT_FIRST_SPREAD or rate > _CLOSE_HINT_RATE * math.log(1.0 / delta):
         return None, upper_steps
     found = buckets._split_direction_bounds(phases, direction, delta, failure, tail_mass,
                                             half_width, upper_steps, hint, 0.0, tolerance,

@@ -39,15 +39,23 @@ def saddle_tilt(plds_with_steps, target: float) -> float:
     return _saddle_on(supports, target)
 
 
-def tilted_spread_ratio(plds_with_steps, target: float) -> float:
-    """√(Λ''(θ)/Λ''(0)) at the saddle θ for ``target``: about how many times a tilt onto
-    ``target`` widens the composed window. On the pmfs' pooled supports (pld.mgf_support:
-    the light entries summed in blocks of consecutive grid points), an estimate only."""
+def tilt_onto(plds_with_steps, target: float) -> tuple[float, float]:
+    """(spread ratio, Chernoff rate) of the tilt onto ``target``, at the saddle θ: the ratio
+    √(Λ''(θ)/Λ''(0)), about how many times that tilt widens the composed window, and the
+    rate θ·target − Λ(θ), with P(S ≥ target) ≤ e^{−rate}. On the pmfs' pooled supports
+    (pld.mgf_support: the light entries summed in blocks of consecutive grid points, which
+    can only raise Λ), estimates for choosing a pass, not bounds."""
     supports = [(pld.mgf_support(upward=True), steps) for pld, steps in plds_with_steps]
     theta = _saddle_on(supports, target)
     spread = [sum(steps * _tilted_moments(support, at)[1] for support, steps in supports)
               for at in (0.0, theta)]
-    return math.sqrt(spread[1] / spread[0]) if spread[0] > 0 else math.inf
+    log_mgf = 0.0
+    for (log_masses, losses), steps in supports:
+        exponents = log_masses + theta * losses
+        top = float(exponents.max())
+        log_mgf += steps * (top + math.log(float(np.sum(np.exp(exponents - top)))))
+    ratio = math.sqrt(spread[1] / spread[0]) if spread[0] > 0 else math.inf
+    return ratio, theta * target - log_mgf
 
 
 def _saddle_on(supports, target: float) -> float:
