@@ -13,11 +13,12 @@ the ε hint would widen the window _SPLIT_FIRST_SPREAD times (the tilted spread 
 plain one) and the hint is a close aim (_CLOSE_HINT_RATE), the split pass runs before any
 plain composition, and a direction it settles is not composed plainly at all
 (_split_first). Otherwise, where tilting would widen the plain window many times
-(_SPLIT_FIRST_RATIO), the tilt has made the rare large losses common: the split pass, built for them and far cheaper there,
-goes first, and once it has given bounds a tilted composition runs only within
-_TILT_AFTER_SPLIT_POINTS points. Each pass gives certified bounds on its own (its module's
-argument) and the reported ones are the tightest of them, so the order and which passes
-run decide only how tight the interval gets and what it costs.
+(_SPLIT_FIRST_RATIO), the tilt has made the rare large losses common: the split pass, built
+for them and far cheaper there, goes first, and once it has given bounds a tilted
+composition runs only within _TILT_AFTER_SPLIT_POINTS points. Each pass gives certified
+bounds on its own (its module's argument) and the reported ones are the tightest of them,
+so the order and which passes run decide only how tight the interval gets and what it
+costs.
 
 On a finer grid, a direction whose plain pass was far from its best bounds (more than
 _REFINE_GAIN times the gap) is only discretised, not composed plainly: its tilted pass
@@ -142,9 +143,10 @@ def _split_first(context, step: float, best: dict, split_tried: dict):
     """On the first grid of a round-off-bound direction (_round_off_bound) whose tilt onto
     the ε hint would widen the window _SPLIT_FIRST_SPREAD times (rare large losses: the
     tilted pass will not fit, the plain one will not resolve δ) and whose hint is a close
-    aim (_CLOSE_HINT_RATE), the split pass before any plain composition. Returns (GridPasses with no pass left where its bounds settle the
-    direction, else None; the upper single-step PLDs on ``step``, for the plain pass). The
-    split's bounds are certified for ε ≥ 0 whatever the aim (jumps.split_bounds)."""
+    aim (_CLOSE_HINT_RATE), the split pass before any plain composition. Returns (GridPasses
+    with no pass left where its bounds settle the direction, else None; the upper
+    single-step PLDs on ``step``, for the plain pass). The split's bounds are certified for
+    ε ≥ 0 whatever the aim (jumps.split_bounds)."""
     from dpcalc.accounting import buckets  # the passes (buckets imports this module)
 
     phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = context
