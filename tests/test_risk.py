@@ -156,8 +156,8 @@ def test_certified_mu_is_the_smallest_on_every_interval_whichever_were_near(monk
 
     run = composed_directions(Schedule.single(0.01, 1.0, 300), 1e-12)
     top = 3.0
-    checks = [risk._interval_checks(curve, top) for curve in risk.upper_curves(run)]
-    smallest = risk._bisect_mu(lambda mu: risk._gdp_holds(mu, checks), 1e-6)
+    checks = [risk._interval_checks(curve, 0.0, top) for curve in risk.upper_curves(run)]
+    _, smallest = risk._bisect_mu(lambda mu: risk._gdp_holds(mu, checks), 1e-6)
     monkeypatch.setattr(risk, "_GDP_POINTS", 2)
     found = risk._certified_mu(checks, 1e-6)
     assert risk._gdp_holds(found, checks)  # certified on every interval
@@ -172,7 +172,7 @@ def test_certified_mu_never_returns_a_mu_that_fails_on_every_interval(monkeypatc
     from dpcalc.accounting import risk
 
     run = composed_directions(Schedule.single(0.01, 1.0, 300), 1e-12)
-    checks = [risk._interval_checks(curve, 3.0) for curve in risk.upper_curves(run)]
+    checks = [risk._interval_checks(curve, 0.0, 3.0) for curve in risk.upper_curves(run)]
     sizes = {"all": checks[0][0].size}
 
     def fake_holds(mu, given):

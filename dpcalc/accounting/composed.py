@@ -39,6 +39,9 @@ from dpcalc.errors import DpcalcError
 REVERSE_DIRECTION = {"remove": "add", "add": "remove", "replace": "replace", **REVERSE_LARGER}
 # Tails sized for δ down to this (the +∞ atom then holds ~1e-24).
 _SMALLEST_DELTA = 1e-15
+# The closed-form μ's relative float error is a few ulps (a sum, a product, a square root);
+# it is widened outward by this.
+_MU_ROUNDOFF = 1e-14
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class ComposedRun:
     failure: float
     fft_points: int
     gdp_mu: float | None = None
+    gdp_mu_lower: float | None = None  # a μ below which the run is certified not μ-GDP
     sources: tuple[str, ...] = ()
     # what risk.py derives from the profiles, kept for its next reader (not copied by replace)
     derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -238,4 +242,22 @@ def composed_phases(phases, failure: float, grid_step: float | None = None,
     if any(r not in profiles for r in reverse.values()):
         # one order of a pair alone does not bound a test of the other order
         raise DpcalcError(f"risk bounds need both orders of the pair; got directions {directions}")
-    return ComposedRun(profiles, reverse, used_step, slack, failure, points)
+    exact_mu = _exact_gaussian_mu(phases)
+    if exact_mu is None:
+        return ComposedRun(profiles, reverse, used_step, slack, failure, points)
+    return ComposedRun(profiles, reverse, used_step, slack, failure, points,
+                       gdp_mu=exact_mu * (1.0 + _MU_ROUNDOFF),
+                       gdp_mu_lower=exact_mu * (1.0 - _MU_ROUNDOFF))
+
+
+def _exact_gaussian_mu(phases) -> float | None:
+    """√(Σ_i T_i μ_i²) where every phase's pair is exactly a Gaussian pair of μ_i (q = 1):
+    T-fold composition of G_μ is exactly G_{√T·μ} (Dong, Roth, Su 2022, Cor. 3.3), so the
+    run is μ-GDP with this μ and with no smaller one. None where any pair is not Gaussian."""
+    total = 0.0
+    for pair, steps in phases:
+        mu = getattr(pair, "gaussian_mu", None)
+        if mu is None:
+            return None
+        total += steps * mu * mu
+    return math.sqrt(total)

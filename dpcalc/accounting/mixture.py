@@ -88,6 +88,16 @@ class GaussianMixturePair:
         return cls([1.0 - sampling_rate, sampling_rate], noise_multiplier)
 
     @property
+    def gaussian_mu(self) -> float | None:
+        """j/σ where all of B's weight sits at one shift j (q = 1): the pair is then exactly
+        the Gaussian pair (N(j, σ²), N(0, σ²)), μ-GDP with μ = j/σ in both directions and
+        no better (Dong, Roth, Su 2022, Def. 2.7); None otherwise."""
+        support = np.flatnonzero(self.weights > 0)
+        if support.size != 1 or self.dropped > 0.0:
+            return None
+        return float(self.shifts[support[0]]) / self.noise_multiplier
+
+    @property
     def max_shift(self) -> int:
         """The largest j with non-zero weight."""
         return int(np.flatnonzero(self.weights > 0)[-1])

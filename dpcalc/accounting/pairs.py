@@ -90,6 +90,12 @@ class ReplaceOnePair:
         self._log_alpha = math.log1p(-self.sampling_rate) if self.sampling_rate < 1 else -math.inf
         self._log_beta = math.log(self.sampling_rate) - 0.5 / sigma2
 
+    @property
+    def gaussian_mu(self) -> float | None:
+        """2/σ at q = 1, where the pair is exactly (N(1, σ²), N(−1, σ²)), μ-GDP with
+        μ = 2/σ and no better (Dong, Roth, Su 2022, Def. 2.7); None otherwise."""
+        return 2.0 / self.noise_multiplier if self.sampling_rate == 1.0 else None
+
     def loss(self, x) -> np.ndarray:
         u = np.atleast_1d(np.asarray(x, dtype=float)) / self.noise_multiplier**2
         return (np.logaddexp(self._log_alpha, self._log_beta + u)
