@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from dpcalc.accounting.pb import PrivacyBucketsAccountant  # noqa: E402
-from dpcalc.accounting.schedule import Schedule  # noqa: E402
+from dpcalc.accountants.pb import PrivacyBucketsAccountant  # noqa: E402
+from dpcalc.models.schedule import Schedule  # noqa: E402
 
 FLOOR = [sys.executable, "-c", "import numpy, scipy.fft, scipy.special"]
 DPCALC = [sys.executable, "-m", "dpcalc"]
@@ -127,7 +127,7 @@ GROUP_CASES = [
 SHARE_SCRIPT = """
 import contextlib, io, sys, time
 started = time.perf_counter()
-import dpcalc.cli.simulate_accounting as accounting
+import dpcalc.cli.simulate.accounting as accounting
 waited, computed = [0.0], [0.0]
 def timer(method, total):
     def timed(*args, **kwargs):

@@ -29,9 +29,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpcalc.accounting.pb import PrivacyBucketsAccountant
-from dpcalc.accounting.rdp_accountants import RdpAccountant
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.accountants.rdp_accountants import RdpAccountant
+from dpcalc.models.schedule import Schedule
 from tests.edge_references import (
     counting_lower,
     dp_accounting_epsilon,

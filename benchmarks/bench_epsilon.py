@@ -14,8 +14,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from dpcalc.accounting.pb import PrivacyBucketsAccountant  # noqa: E402
-from dpcalc.accounting.schedule import Schedule  # noqa: E402
+from dpcalc.accountants.pb import PrivacyBucketsAccountant  # noqa: E402
+from dpcalc.models.schedule import Schedule  # noqa: E402
 
 REPEATS = 7
 
@@ -78,8 +78,8 @@ def main() -> None:
 
     print("\npeak memory at the extremes")
     for args in [(1.0, 100.0, 10**7, 1e-12), (1e-6, 0.3, 10**7, 1e-12), (0.01, 0.3, 10**7, 1e-5)]:
-        code = ("import resource; from dpcalc.accounting.pb import PrivacyBucketsAccountant as A; "
-                "from dpcalc.accounting.schedule import Schedule as S; "
+        code = ("import resource; from dpcalc.accountants.pb import PrivacyBucketsAccountant as A; "
+                "from dpcalc.models.schedule import Schedule as S; "
                 f"r = A().epsilon(S.single({args[0]}, {args[1]}, {args[2]}), {args[3]}); "
                 "print(r.epsilon, r.epsilon_lower, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
         out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True,

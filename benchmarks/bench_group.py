@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import dpcalc.accounting.buckets as buckets  # noqa: E402
-import dpcalc.accounting.pld as pld  # noqa: E402
-from dpcalc.accounting.group import (GroupSetting, group_conversion_epsilon,  # noqa: E402
-                                     pb_epsilon, rdp_group_epsilon, rdp_overapprox_epsilon)
-from dpcalc.accounting.mixture import GaussianMixturePair  # noqa: E402
+import dpcalc.pb.buckets as buckets  # noqa: E402
+import dpcalc.pld.pld as pld  # noqa: E402
+from dpcalc.group.pairs import (GroupSetting, group_conversion_epsilon, pb_epsilon,  # noqa: E402
+                                rdp_group_epsilon, rdp_overapprox_epsilon)
+from dpcalc.models.mixture import GaussianMixturePair  # noqa: E402
 
 TARGET_SECONDS = 1.0
 SETTING = GroupSetting(k=8, batch_size=256, dataset_size=60_000, noise_multiplier=1.0, steps=2**14)

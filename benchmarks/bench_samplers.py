@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpcalc.accounting.registry import get_accountant  # noqa: E402
-from dpcalc.accounting.schedule import Phase, Schedule  # noqa: E402
+from dpcalc.accountants.registry import get_accountant  # noqa: E402
+from dpcalc.models.schedule import Phase, Schedule  # noqa: E402
 
 TARGET_SECONDS = 1.0
 DELTA = 1e-5

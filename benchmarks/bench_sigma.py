@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpcalc.accounting.calibrate import dpsgd_sigma  # noqa: E402
+from dpcalc.calibration.dpsgd import dpsgd_sigma  # noqa: E402
 
 TARGET_SECONDS = 1.0
 CASES = [

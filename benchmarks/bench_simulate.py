@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dpcalc.dpsgd import (TrainingConfig, make_synthetic_task,  # noqa: E402
-                          split_and_standardise, train_baseline, train_dp_sgd)
+from dpcalc.dpsgd import (TrainingConfig, make_synthetic_task, split_and_standardise,  # noqa: E402
+                          train_baseline, train_dp_sgd)
 
 TARGET_SECONDS = 30.0
 

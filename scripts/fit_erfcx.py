@@ -1,4 +1,4 @@
-"""Write dpcalc/accounting/erfcx_table.py: piecewise polynomial coefficients of
+"""Write dpcalc/numerics/erfcx_table.py: piecewise polynomial coefficients of
 erfcx(x) = e^{x²}·erfc(x) on [0, 63), computed with mpmath at 40 digits.
 
 Interval i is [a, b) = [2^{i/8} − 1, 2^{(i+1)/8} − 1): eight per octave of 1 + x, so an
@@ -11,7 +11,7 @@ mpmath, as a polynomial in d = x − (a + b)/2 and rounded to double: Horner's s
 costs three array passes per degree against Clenshaw's four, and stays accurate because
 the coefficients shrink fast (checked against mpmath: ≤ 2.1 ulps on every interval;
 tests/test_special_functions.py repeats the check). Beyond 63 the asymptotic series is used
-(dpcalc/accounting/special_functions.py).
+(dpcalc/numerics/special_functions.py).
 
 Run: python scripts/fit_erfcx.py   (needs mpmath, which the test extra brings)
 """

@@ -8,7 +8,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from dpcalc.cli.completions import COMPLETION_FILES, render_completion  # noqa: E402
+from dpcalc.cli.completions.script import COMPLETION_FILES, render_completion  # noqa: E402
 
 FOLDERS = (ROOT / "completions", ROOT / "dpcalc" / "completions")
 

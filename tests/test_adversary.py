@@ -18,9 +18,9 @@ import math
 import numpy as np
 import pytest
 
-from dpcalc.accounting.group import GroupSetting, pb_epsilon, seed_epsilon
-from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.group.pairs import GroupSetting, pb_epsilon, seed_epsilon
+from dpcalc.accountants.registry import get_accountant
+from dpcalc.models.schedule import Phase, Schedule
 from tests.brute_force import (displacement_gradients, group_mixtures, hockey_stick_lower,
                                neighbour_mixtures)
 
@@ -156,7 +156,7 @@ def test_brute_force_lower_bound_stays_below_the_exact_gaussian_divergence(sigma
     closed-form δ(ε) of the analytic Gaussian (Balle & Wang 2018). Cells whose Q-mass was
     a cancelled CDF difference once gave spurious infinite losses here (δ ≥ 3.7e-4 against a
     true 9.7e-7 at σ = 0.4, ε = 33.3)."""
-    from dpcalc.accounting.gaussian import gaussian_delta
+    from dpcalc.models.gaussian import gaussian_delta
 
     exact = float(gaussian_delta(epsilon, sigma, 2.0))
     p_mix = (np.array([2.0]), np.array([1.0]))
@@ -311,7 +311,7 @@ def test_fixed_zero_out_lower_bound_is_below_a_certified_upper_bound_of_the_trut
     from scipy.optimize import brentq
     from scipy.stats import binom
 
-    from dpcalc.accounting.gaussian import gdp_delta
+    from dpcalc.models.gaussian import gdp_delta
 
     delta, gamma = 1e-2, batch / size
 

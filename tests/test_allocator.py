@@ -46,8 +46,8 @@ def test_freed_blocks_are_reused_instead_of_faulting_in_again():
 
 def test_the_answer_does_not_depend_on_the_allocator():
     """The same printed ε with and without the setting (the CLI sets it; the library not)."""
-    from dpcalc.accounting.pb import PrivacyBucketsAccountant
-    from dpcalc.accounting.schedule import Schedule
+    from dpcalc.accountants.pb import PrivacyBucketsAccountant
+    from dpcalc.models.schedule import Schedule
 
     command = [sys.executable, "-m", "dpcalc", "epsilon", "--q", "0.01", "--sigma", "1",
                "--steps", "1000", "-a", "pb", "-f", "json"]

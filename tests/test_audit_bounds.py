@@ -14,10 +14,9 @@ import pytest
 from scipy.stats import beta as beta_distribution
 from scipy.stats import binom
 
-from dpcalc.audit.bounds import (bound_from_counts, clopper_pearson_upper,
-                                 epsilon_from_error_rates, epsilon_lower_from_counts,
-                                 guess_counts, one_run_bound, one_run_epsilon_lower,
-                                 one_run_p_value)
+from dpcalc.audit.bounds import (bound_from_counts, clopper_pearson_upper, epsilon_from_error_rates,
+                                 epsilon_lower_from_counts, guess_counts, one_run_bound,
+                                 one_run_epsilon_lower, one_run_p_value)
 from dpcalc.errors import DpcalcError
 
 

@@ -7,15 +7,15 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from dpcalc.accounting.buckets import delta_bounds, epsilon_bounds
-from dpcalc.accounting.pb import PrivacyBucketsAccountant
-from dpcalc.accounting.gaussian import gdp_delta, gdp_epsilon
-from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.discretise import discretise
-from dpcalc.accounting.fft_compose import compose
-from dpcalc.accounting.pld import LOWER, UPPER
-from dpcalc.accounting.rdp_accountants import RdpAccountant
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.pb.buckets import delta_bounds, epsilon_bounds
+from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.models.gaussian import gdp_delta, gdp_epsilon
+from dpcalc.models.mixture import GaussianMixturePair
+from dpcalc.pld.discretise import discretise
+from dpcalc.pld.fft_compose import compose
+from dpcalc.pld.pld import LOWER, UPPER
+from dpcalc.accountants.rdp_accountants import RdpAccountant
+from dpcalc.models.schedule import Phase, Schedule
 from tests.reference_values import REFERENCES
 
 PB = PrivacyBucketsAccountant()
@@ -95,7 +95,7 @@ def test_gap_within_tolerance_for_typical_runs(q, sigma, steps):
 def test_tilted_composition_stays_sound_and_tightens_tiny_delta():
     """At δ = 1e-12, T = 1e5 float round-off swamps a plain FFT; the tilted pass must
     tighten the bounds without leaving the exact value (q = 1)."""
-    from dpcalc.accounting.tilt import compose_tilted, saddle_tilt
+    from dpcalc.pld.tilt import compose_tilted, saddle_tilt
 
     pair = GaussianMixturePair.subsampled_gaussian(1.0, 30.0)
     exact = gdp_epsilon(1e-12, math.sqrt(1e5) / 30.0)
@@ -256,7 +256,7 @@ def test_single_step_losses_beyond_float_exp_range(q, sigma):
 def test_saddle_tilt_solves_the_tilted_mean_in_few_evaluations(q, sigma, steps, target, monkeypatch):
     """Λ'(θ) = target to 1e-9, checked against the tilted mean computed directly; Newton on
     ln Λ' needs ~8 moment evaluations where plain Newton from above needed ~22."""
-    from dpcalc.accounting import tilt
+    from dpcalc.pld import tilt
 
     calls = []
     original = tilt._tilted_moments
@@ -277,18 +277,18 @@ def test_tilted_lower_composition_skipped_only_where_its_twin_did_not_fit(monkey
     way) is not attempted; the bounds are those of the run that attempts both. (The plain
     pass first, as where the tilt would not widen the window enough for the split pass to go
     first: here the split pass alone settles the run, tests/test_split_first.py.)"""
-    from dpcalc.accounting import buckets, grid_passes
+    from dpcalc.pb import direction_pass, grid_passes
 
     monkeypatch.setattr(grid_passes, "_SPLIT_FIRST_SPREAD", math.inf)
     attempts = []
-    original = buckets.compose_tilted
-    monkeypatch.setattr(buckets, "compose_tilted",
+    original = direction_pass.compose_tilted
+    monkeypatch.setattr(direction_pass, "compose_tilted",
                         lambda *args, **kwargs: attempts.append(args[0]) or original(*args, **kwargs))
     schedule = Schedule.single(1e-6, 0.3, 10_000_000)
     skipping = PrivacyBucketsAccountant().epsilon(schedule, 1e-12)
     skipped_attempts = len(attempts)
     attempts.clear()
-    monkeypatch.setattr(buckets, "_TWIN_WINDOW_MARGIN", math.inf)
+    monkeypatch.setattr(direction_pass, "_TWIN_WINDOW_MARGIN", math.inf)
     both = PrivacyBucketsAccountant().epsilon(schedule, 1e-12)
     assert skipped_attempts < len(attempts)
     assert (skipping.epsilon, skipping.epsilon_lower) == (both.epsilon, both.epsilon_lower)

@@ -1,4 +1,4 @@
-"""Noise calibration (dpcalc.accounting.calibrate) and the gdp approximation accountant.
+"""Noise calibration (dpcalc.calibration.search) and the gdp approximation accountant.
 
 Independent checks: exact inverses of synthetic ε(σ) curves, the published calibrations
 of reference-values.md (Opacus calibration tests; accounting-methods.md §5), the
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.accounting.calibrate import (CalibrationResult, calibrate_noise_multiplier,
-                                         dpsgd_sigma, gdp_sigma_guess)
-from dpcalc.accounting.calibrate_gaussian import gaussian_mechanism_sigmas
-from dpcalc.accounting.gaussian import analytic_gaussian_sigma, gaussian_delta
-from dpcalc.accounting.gdp import GdpAccountant, clt_mu
-from dpcalc.accounting.registry import accountant_names, get_accountant
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.calibration.dpsgd import dpsgd_sigma, gdp_sigma_guess
+from dpcalc.calibration.search import CalibrationResult, calibrate_noise_multiplier
+from dpcalc.calibration.gaussian import gaussian_mechanism_sigmas
+from dpcalc.models.gaussian import analytic_gaussian_sigma, gaussian_delta
+from dpcalc.accountants.gdp import GdpAccountant, clt_mu
+from dpcalc.accountants.registry import accountant_names, get_accountant
+from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.errors import DpcalcError
 
 
@@ -354,8 +354,8 @@ def test_pb_sigma_brackets_far_guesses_cheaply_at_small_q_and_tiny_delta(monkeyp
     on the two far bracket guesses (GDP σ 0.36: ε ≈ 10; RDP σ 0.96: ε ≈ 0.03), each through
     pb's tilted and split passes. pb's first grid alone classifies them now; the σ returned
     is still the smallest (0.2% less noise exceeds the target)."""
-    import dpcalc.accounting.calibrate as calibrate
-    from dpcalc.accounting import evaluate
+    import dpcalc.calibration.dpsgd as calibrate
+    from dpcalc.accountants import evaluate
 
     tolerances = []
     original = evaluate.make_accountant

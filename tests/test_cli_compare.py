@@ -11,10 +11,10 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from dpcalc.accounting.registry import accountant_names
+from dpcalc.accountants.registry import accountant_names
 from dpcalc.cli.app import app
-from dpcalc.cli.compare import MAX_SWEEP_POINTS, build_sweep, parse_sweep
-from dpcalc.cli.plots import Curve, check_plot_path, epsilon_sweep_figure
+from dpcalc.cli.compare.command import MAX_SWEEP_POINTS, build_sweep, parse_sweep
+from dpcalc.cli.output.plots import Curve, check_plot_path, epsilon_sweep_figure
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_count, check_positive
 

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dpcalc.cli.app import app
-from dpcalc.cli.group import parse_k_values
+from dpcalc.cli.group.command import parse_k_values
 from dpcalc.errors import DpcalcError
 from tests.conftest import run_dpcalc
 
@@ -161,7 +161,7 @@ def test_plot_all_writes_three_pngs(tmp_path):
 
 
 def test_spread_keeps_the_ends_and_at_most_the_limit():
-    from dpcalc.cli.group_plots import spread
+    from dpcalc.cli.group.plots import spread
 
     values = list(range(1, 65))
     chosen = spread(values, 8)
@@ -172,8 +172,9 @@ def test_spread_keeps_the_ends_and_at_most_the_limit():
 
 def test_k_figure_draws_the_certified_pb_bounds(tmp_path, monkeypatch):
     """The k figure plots, at σ, the table's own pb ε and, at 2σ and 4σ, pb_epsilon's."""
-    from dpcalc.accounting import group
-    from dpcalc.cli import group_plots, plots
+    from dpcalc.group import pairs as group
+    from dpcalc.cli.group import plots as group_plots
+    from dpcalc.cli.output import plots
 
     drawn = {}
     monkeypatch.setattr(plots, "group_over_k_figure",

@@ -111,7 +111,7 @@ def test_a_pool_that_cannot_start_or_breaks_falls_back(monkeypatch, failure):
 
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
 def test_group_figures_from_the_pool_are_the_same_bytes(monkeypatch, tmp_path):
-    from dpcalc.cli import group_plots
+    from dpcalc.cli.group import plots as group_plots
 
     started = count_pool_starts(monkeypatch)
     argv = ["group", "--k", "1:4", "--batch-size", "64", "--dataset-size", "1000", "--sigma",

@@ -9,9 +9,9 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from dpcalc.accounting.gaussian import analytic_gaussian_sigma, gaussian_delta
-from dpcalc.accounting.registry import accountant_names, get_accountant
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.models.gaussian import analytic_gaussian_sigma, gaussian_delta
+from dpcalc.accountants.registry import accountant_names, get_accountant
+from dpcalc.models.schedule import Schedule
 from dpcalc.cli.app import app
 
 runner = CliRunner()

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from dpcalc.accounting.result import EpsilonResult
-from dpcalc.cli import simulate as simulate_module
+from dpcalc.accountants.result import EpsilonResult
+from dpcalc.cli.simulate import command as simulate_module
 from dpcalc.cli.app import app
-from dpcalc.cli.render import show_upper
-from dpcalc.cli.simulate import (EpochRow, SimulationOutcome, accounted_epoch_numbers,
-                                 certified_epsilon)
-from dpcalc.cli.simulate_output import simulation_payload
+from dpcalc.cli.output.render import show_upper
+from dpcalc.cli.simulate.command import (EpochRow, SimulationOutcome, accounted_epoch_numbers,
+                                         certified_epsilon)
+from dpcalc.cli.simulate.output import simulation_payload
 from dpcalc.dpsgd import EpochRecord, TrainingConfig
 from tests.conftest import run_dpcalc, run_json
 
@@ -337,7 +337,7 @@ def test_infinite_epsilon_is_the_json_string_inf():
         inputs={"delta": 1e-5, "k": None}, steps=10,
         rows=[EpochRow(record, EpsilonResult("pb", math.inf, True, epsilon_lower=math.inf),
                        EpsilonResult("rdp", math.inf, True))])
-    from dpcalc.cli.render import json_text
+    from dpcalc.cli.output.render import json_text
 
     payload = json.loads(json_text(simulation_payload(outcome)))
     assert payload["final"]["epsilon"] == "inf" and payload["epochs"][0]["epsilon_rdp"] == "inf"
@@ -373,7 +373,7 @@ def test_accounted_epochs_are_all_up_to_50_then_20_evenly_spaced():
 
 
 def test_many_epochs_account_a_subset_and_always_the_last(monkeypatch):
-    from dpcalc.cli import simulate_accounting
+    from dpcalc.cli.simulate import accounting as simulate_accounting
 
     monkeypatch.setattr(simulate_accounting, "MAX_EPOCHS_ALL_ACCOUNTED", 4)
     monkeypatch.setattr(simulate_accounting, "ACCOUNTED_EPOCHS", 3)

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from dpcalc.accounting.evaluate import epsilon_curves
-from dpcalc.accounting.schedule import Schedule
-from dpcalc.cli.simulate_accounting import (LIVE_ACCOUNTANTS, PB_TOLERANCE, LiveAccountant,
+from dpcalc.accountants.evaluate import epsilon_curves
+from dpcalc.models.schedule import Schedule
+from dpcalc.cli.simulate.accounting import (LIVE_ACCOUNTANTS, PB_TOLERANCE, LiveAccountant,
                                             epsilon_for_steps)
 from dpcalc.errors import DpcalcError
 
@@ -157,7 +157,7 @@ def test_the_simulate_command_loads_numpy_with_one_blas_thread():
 
 
 def test_the_group_figure_is_computed_in_the_background_with_the_same_number():
-    from dpcalc.cli.simulate_accounting import (group_epsilon, group_epsilon_in_background,
+    from dpcalc.cli.simulate.accounting import (group_epsilon, group_epsilon_in_background,
                                                 group_setting)
 
     setting = group_setting(2, 64, 2400, SIGMA, ENDS[-1], ("poisson", "add-remove"))

@@ -14,7 +14,7 @@ from conftest import cli_runner
 from rich.cells import cell_len
 
 from dpcalc.cli.app import app
-from dpcalc.cli.table_layout import fit_columns
+from dpcalc.cli.output.table_layout import fit_columns
 
 runner = cli_runner()
 COMMAND_NAMES = ["epsilon", "sigma", "compare", "group", "simulate", "completions"]
@@ -130,7 +130,7 @@ def test_csv_rows_carry_every_input():
 ])
 def test_sweep_plot_x_scale_and_title(tmp_path, monkeypatch, steps, flags, scale):
     pytest.importorskip("matplotlib")
-    from dpcalc.cli import plots
+    from dpcalc.cli.output import plots
 
     drawn = {}
 
@@ -148,7 +148,7 @@ def test_sweep_plot_x_scale_and_title(tmp_path, monkeypatch, steps, flags, scale
 
 def test_epochs_sweep_plot_names_its_steps(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    from dpcalc.cli import plots
+    from dpcalc.cli.output import plots
 
     drawn = {}
     monkeypatch.setattr(plots, "epsilon_sweep_figure",
@@ -160,7 +160,7 @@ def test_epochs_sweep_plot_names_its_steps(tmp_path, monkeypatch):
 
 def test_plot_draws_a_linear_axis_for_a_linear_sweep(tmp_path):
     pytest.importorskip("matplotlib")
-    from dpcalc.cli.plots import Curve, epsilon_sweep_figure
+    from dpcalc.cli.output.plots import Curve, epsilon_sweep_figure
 
     path = tmp_path / "eps.svg"
     epsilon_sweep_figure(str(path), "steps", [1, 10, 1000], [Curve("pb", [0.1, 0.5, 2.0])],

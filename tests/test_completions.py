@@ -10,8 +10,8 @@ import pytest
 from conftest import cli_runner
 
 from dpcalc.cli.app import app
-from dpcalc.cli.completions import COMPLETION_FILES, command_specs, render_completion
-from dpcalc.cli.completions_command import SCRIPT_FILES, completion_script
+from dpcalc.cli.completions.script import COMPLETION_FILES, command_specs, render_completion
+from dpcalc.cli.completions.command import SCRIPT_FILES, completion_script
 from shell_driver import bash_complete, fish_complete, zsh_complete
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc.accounting.composition import (
+from dpcalc.accountants.composition import (
     NaiveCompositionAccountant,
     StrongCompositionAccountant,
     compose_advanced,
@@ -21,9 +21,9 @@ from dpcalc.accounting.composition import (
     compose_kairouz,
     compose_naive,
 )
-from dpcalc.accounting.gaussian import gaussian_epsilon, gdp_epsilon
-from dpcalc.accounting.schedule import Phase, Schedule
-from dpcalc.accounting.subsampling import amplify_poisson
+from dpcalc.models.gaussian import gaussian_epsilon, gdp_epsilon
+from dpcalc.models.schedule import Phase, Schedule
+from dpcalc.models.subsampling import amplify_poisson
 from dpcalc.errors import DpcalcError
 
 STRONG = StrongCompositionAccountant()
@@ -238,7 +238,7 @@ def test_delta_from_the_base_class_round_trips():
 
 
 def test_accountants_reject_bad_delta_and_are_registered():
-    from dpcalc.accounting.registry import get_accountant
+    from dpcalc.accountants.registry import get_accountant
 
     with pytest.raises(DpcalcError, match="--delta"):
         STRONG.epsilon(Schedule.single(0.01, 4.0, 100), 0.0)

@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from dpcalc.accounting.base import ALL_MODELS, Accountant
-from dpcalc.accounting.buckets import delta_bounds, schedule_phases
-from dpcalc.accounting.registry import accountant_names, get_accountant
-from dpcalc.accounting.result import EpsilonResult
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.accountants.base import ALL_MODELS, Accountant
+from dpcalc.pb.buckets import delta_bounds, schedule_phases
+from dpcalc.accountants.registry import accountant_names, get_accountant
+from dpcalc.accountants.result import EpsilonResult
+from dpcalc.models.schedule import Phase, Schedule
 
 RUNS = {"abadi": (0.01, 4.0, 10_000), "mnist-1k": (0.004, 1.1, 1_000), "q-half": (0.5, 20.0, 50)}
 MODELS = sorted(ALL_MODELS)
@@ -75,7 +75,7 @@ def test_accountant_contract(name, run, model):
 
 
 def test_models_cover_every_sampler_and_adjacency():
-    from dpcalc.accounting.samplers import EPOCH_MODELS
+    from dpcalc.models.samplers import EPOCH_MODELS
 
     assert len(MODELS) == 9  # poisson, fixed, truncated-poisson × add-remove, replace-one, zero-out
     for name in accountant_names():
@@ -100,11 +100,11 @@ def test_pb_gap_meets_the_default_tolerance_for_every_model(run, model):
     numeric gap meets the tolerance."""
     result = tight(run, model)
     assert 0.0 <= result.epsilon_lower <= result.epsilon
-    from dpcalc.accounting.lower_instances import lower_instance
+    from dpcalc.models.lower_instances import lower_instance
 
     found = lower_instance(schedule_for(run, model))
     if found is not None:  # truncated Poisson, fixed replace-one and zero-out
-        from dpcalc.accounting.buckets import epsilon_bounds, schedule_phases
+        from dpcalc.pb.buckets import epsilon_bounds, schedule_phases
 
         assert set(found[1]) <= set(result.notes)
         numeric = epsilon_bounds(schedule_phases(schedule_for(run, model)), 1e-5)

@@ -9,15 +9,15 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from dpcalc.accounting.buckets import epsilon_bounds, schedule_phases
-from dpcalc.accounting.pb import PrivacyBucketsAccountant
-from dpcalc.accounting.curve import epsilon_curve, tabulated_slacks
-from dpcalc.accounting.discretise import discretise
-from dpcalc.accounting.pld import LOWER, UPPER, ComposedPld
-from dpcalc.accounting.rdp_accountants import RdpAccountant
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.pb.buckets import epsilon_bounds, schedule_phases
+from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.pb.curve import epsilon_curve, tabulated_slacks
+from dpcalc.pld.discretise import discretise
+from dpcalc.pld.pld import LOWER, UPPER, ComposedPld
+from dpcalc.accountants.rdp_accountants import RdpAccountant
+from dpcalc.models.schedule import Schedule
 from dpcalc.cli.app import app
-from dpcalc.accounting.chernoff import rounding_slack
+from dpcalc.pld.chernoff import rounding_slack
 from typer.testing import CliRunner
 
 
@@ -134,9 +134,9 @@ def test_compare_epoch_sweep_reports_the_curve():
 
 
 def test_an_inconsistency_on_the_curve_path_is_shown_not_recomputed(monkeypatch):
-    from dpcalc.accounting import pb as pb_module
-    from dpcalc.accounting.buckets import InconsistentBounds
-    from dpcalc.accounting.evaluate import epsilon_curves
+    from dpcalc.accountants import pb as pb_module
+    from dpcalc.pb.buckets import InconsistentBounds
+    from dpcalc.accountants.evaluate import epsilon_curves
 
     def broken(self, step, counts, delta):
         raise InconsistentBounds("lower above upper")
@@ -193,8 +193,8 @@ def test_the_other_direction_is_certified_by_a_larger_step_count():
 
 
 def _compositions(q, sigma, bound, counts, step=1e-4, delta=1e-12):
-    from dpcalc.accounting.buckets import tail_half_width
-    from dpcalc.accounting.curve_compose import composed_powers
+    from dpcalc.pb.buckets import tail_half_width
+    from dpcalc.pld.curve_compose import composed_powers
 
     pair = _pair(q, sigma)
     pld = discretise(pair, "remove", step, tail_half_width(max(counts), delta), bound)
@@ -207,8 +207,8 @@ def test_spectral_read_out_brackets_the_inverse_transform(q, sigma, bound):
     """Read from the sparse spectrum, ε is on the safe side of the plain read-out of the
     inverted spectrum (float noise ignored) and agrees with the certified read-out of the
     inverse transform."""
-    from dpcalc.accounting.curve_compose import Spectral
-    from dpcalc.accounting.tail_readout import tail_quantile
+    from dpcalc.pld.curve_compose import Spectral
+    from dpcalc.pld.tail_readout import tail_quantile
 
     used = 0
     for _, item in _compositions(q, sigma, bound, [300, 3000, 20000]):
@@ -233,7 +233,7 @@ def test_spectral_read_out_does_not_depend_on_its_hint(bound):
     """The hint only says where the search starts: none, exact, a few grid points off
     either side (the one-evaluation window around it), far off or outside the window all
     give the same ε, and the window is used where the hint is close."""
-    from dpcalc.accounting.curve_compose import Spectral
+    from dpcalc.pld.curve_compose import Spectral
 
     checked, near_found = 0, 0
     for _, item in _compositions(0.01, 1.0, bound, [300, 3000, 20000]):
@@ -261,7 +261,7 @@ def test_spectral_read_out_never_trusts_a_nan_bound(bound):
     took the last candidate as shown > δ without looking; a NaN there gave an answer no
     bound supports. With every point but the bracket's ends NaN, it now declines (the caller
     inverts the spectrum)."""
-    from dpcalc.accounting.curve_compose import Spectral
+    from dpcalc.pld.curve_compose import Spectral
 
     declined = 0
     for _, item in _compositions(0.01, 1.0, bound, [300, 3000]):
@@ -285,7 +285,7 @@ def test_spectral_read_out_never_trusts_a_nan_bound(bound):
 
 @pytest.mark.parametrize("bound", [UPPER, LOWER])
 def test_tail_quantile_equals_loss_quantile(bound):
-    from dpcalc.accounting.tail_readout import tail_quantile
+    from dpcalc.pld.tail_readout import tail_quantile
 
     for _, item in _compositions(0.02, 1.2, bound, [2, 50, 800], step=2e-4, delta=1e-8):
         composed = item.composed() if hasattr(item, "composed") else item
@@ -299,12 +299,12 @@ def test_tail_quantile_equals_loss_quantile(bound):
 def test_shorter_transforms_compose_as_the_point_path():
     """A T read on N/2^i points of one length-N transform is the composition fft_compose
     computes on its own transform (same masses up to the float-error floors)."""
-    from dpcalc.accounting.curve_compose import Spectral
-    from dpcalc.accounting.fft_compose import compose
+    from dpcalc.pld.curve_compose import Spectral
+    from dpcalc.pld.fft_compose import compose
 
     pair = _pair(0.01, 1.0)
     pld = discretise(pair, "remove", 1e-4, 12.0, UPPER)
-    from dpcalc.accounting.curve_compose import composed_powers
+    from dpcalc.pld.curve_compose import composed_powers
 
     counts = [2, 40, 400, 4000]
     for position, item in composed_powers(pld, np.array(counts), 1e-14):

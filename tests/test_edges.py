@@ -16,9 +16,9 @@ import functools
 
 import pytest
 
-from dpcalc.accounting.pb import PrivacyBucketsAccountant
-from dpcalc.accounting.rdp_accountants import RdpAccountant
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.accountants.rdp_accountants import RdpAccountant
+from dpcalc.models.schedule import Schedule
 from tests.edge_references import counting_lower, dp_accounting_epsilon, edge_points
 
 RDP_SLACK = 1e-9
@@ -91,9 +91,10 @@ def test_split_lower_window_is_sized_where_it_is_read():
     """The body-and-jumps lower composition is read at ε + η with η its rounding slack (here
     η ≈ −10.8: the body's roundings lower every loss); the mass its windows leave out must be
     within the tail budget from there on, not only from ε on (it was 4.8e-8 ≫ δ = 1.5e-14)."""
-    from dpcalc.accounting import buckets, jumps
-    from dpcalc.accounting.discretise import discretise
-    from dpcalc.accounting.pld import LOWER, UPPER
+    from dpcalc.pb import buckets
+    from dpcalc.pld import jumps
+    from dpcalc.pld.discretise import discretise
+    from dpcalc.pld.pld import LOWER, UPPER
 
     q, sigma, steps, delta = 6.71e-6, 0.469, 7_872_411, 1.5e-14
     phases = buckets.schedule_phases(Schedule.single(q, sigma, steps))

@@ -21,12 +21,12 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from dpcalc.accounting.buckets import epsilon_bounds
-from dpcalc.accounting.epoch_samplers import epoch_bounds, steps_per_epoch, upper_mu
-from dpcalc.accounting.gaussian import gdp_delta, gdp_epsilon
-from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.pb.buckets import epsilon_bounds
+from dpcalc.accountants.epoch_samplers import epoch_bounds, steps_per_epoch, upper_mu
+from dpcalc.models.gaussian import gdp_delta, gdp_epsilon
+from dpcalc.models.mixture import GaussianMixturePair
+from dpcalc.accountants.registry import get_accountant
+from dpcalc.models.schedule import Phase, Schedule
 
 PB = get_accountant("pb")
 
@@ -219,7 +219,7 @@ def test_balls_in_bins_many_epochs_stays_certified_and_below_no_amplification():
 
 
 def test_sigma_calibrates_against_the_certified_upper_bound():
-    from dpcalc.accounting.calibrate import dpsgd_sigma
+    from dpcalc.calibration.dpsgd import dpsgd_sigma
 
     for sampling, adjacency in [("shuffle", "zero-out"), ("balls-in-bins", "add-remove")]:
         schedule = Schedule((Phase.from_batches(100, 10_000, 1.0, 500, sampling, adjacency),))
@@ -245,7 +245,7 @@ def test_lower_bound_stays_below_the_exact_gaussian_when_tails_are_astronomicall
 
 
 def test_max_statistic_cells_are_a_post_processing_of_the_gaussian():
-    from dpcalc.accounting.max_pair import max_statistic_pair
+    from dpcalc.models.max_pair import max_statistic_pair
 
     sigma = 0.3 / math.sqrt(50)
     pair = max_statistic_pair(sigma, 1, 2.0, 0.0)
@@ -269,8 +269,8 @@ def test_sigma_for_balls_in_bins_is_tight_against_its_certified_upper_bound(
     closed form, not the (much smaller) random-allocation bound that `epsilon` reports:
     --epsilon 4, B = 256, N = 60000, 3 epochs gave σ = 1.873 (certified ε 0.64 there).
     Round trip: the σ meets the target by pb's own upper bound, σ·(1 − 1e-3) does not."""
-    from dpcalc.accounting.calibrate import dpsgd_sigma
-    from dpcalc.accounting.epoch_samplers import epoch_sigma
+    from dpcalc.calibration.dpsgd import dpsgd_sigma
+    from dpcalc.accountants.epoch_samplers import epoch_sigma
 
     steps = epochs * math.ceil(dataset_size / batch_size)
     phase = Phase.from_batches(batch_size, dataset_size, 1.0, steps, "balls-in-bins", adjacency)

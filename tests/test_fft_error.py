@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import fft as sp_fft
 
-from dpcalc.accounting.fft_error import _MEASURE, fft_relative_error, full_spectrum_weights
+from dpcalc.pld.fft_error import _MEASURE, fft_relative_error, full_spectrum_weights
 
 pytestmark = pytest.mark.skipif(not _MEASURE, reason="no extended long double on this platform")
 

@@ -90,7 +90,7 @@ NUMBERS = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(
 
 def _library_calls():
     import dpcalc
-    from dpcalc.accounting.buckets import delta_bounds, epsilon_bounds, schedule_phases
+    from dpcalc.pb.buckets import delta_bounds, epsilon_bounds, schedule_phases
 
     def schedule(q, sigma, steps):
         return dpcalc.Schedule.single(q, sigma, steps)

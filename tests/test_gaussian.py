@@ -12,7 +12,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpcalc.accounting.gaussian import (
+from dpcalc.models.gaussian import (
     analytic_gaussian_sigma,
     classic_gaussian_is_valid,
     classic_gaussian_sigma,
@@ -237,8 +237,8 @@ def test_module_does_not_import_scipy_optimize_at_import_time():
     import subprocess
     import sys
 
-    code = ("import sys; import dpcalc.accounting.gaussian, dpcalc.accounting.subsampling, "
-            "dpcalc.accounting.composition; "
+    code = ("import sys; import dpcalc.models.gaussian, dpcalc.models.subsampling, "
+            "dpcalc.accountants.composition; "
             "bad = [m for m in ('scipy.optimize', 'scipy.stats', 'scipy.integrate') if m in sys.modules]; "
             "print(bad)")
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

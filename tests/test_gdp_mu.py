@@ -22,14 +22,16 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr
 
-from dpcalc.accounting import composed, risk
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.pb import composed
+from dpcalc.risk import bounds as risk_bounds_module
+from dpcalc.risk import gdp_mu as risk
+from dpcalc.models.schedule import Schedule
 
 FPRS = (1e-3, 1e-2, 0.1, 0.5)
 
 
 def _mu_bounds(schedule):
-    run, _ = risk.composed_for_risk(schedule, FPRS)
+    run, _ = risk_bounds_module.composed_for_risk(schedule, FPRS)
     return risk.gdp_mu_bounds(run)
 
 
@@ -63,7 +65,7 @@ def test_mu_of_phases_at_q_one_composes_as_a_root_sum_of_squares():
 
 
 def test_a_subsampled_run_has_no_closed_form_mu():
-    run, _ = risk.composed_for_risk(Schedule.single(0.5, 1.0, 100), FPRS)
+    run, _ = risk_bounds_module.composed_for_risk(Schedule.single(0.5, 1.0, 100), FPRS)
     assert run.gdp_mu is None and run.gdp_mu_lower is None
 
 

@@ -17,18 +17,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc.accounting.pb import PrivacyBucketsAccountant
-from dpcalc.accounting.gaussian import gdp_epsilon
-from dpcalc.accounting.group import (GroupSetting, mixture_specs, pb_epsilon,
-                                     pb_epsilon_over_steps, seed_epsilon, seed_spec)
-from dpcalc.accounting.group_bounds import (calibrate_group_sigma, convert_group,
-                                            group_conversion_epsilon, group_epsilons,
-                                            overapprox_parameters, rdp_group_epsilon,
-                                            rdp_overapprox_epsilon)
-from dpcalc.accounting.rdp import DEFAULT_ORDERS
-from dpcalc.accounting.rdp_accountants import RdpAccountant
-from dpcalc.accounting.schedule import Schedule
-from dpcalc.accounting.subsampling import hypergeometric_weights
+from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.models.gaussian import gdp_epsilon
+from dpcalc.group.pairs import (GroupSetting, mixture_specs, pb_epsilon, pb_epsilon_over_steps,
+                                seed_epsilon, seed_spec)
+from dpcalc.group.bounds import (calibrate_group_sigma, convert_group, group_conversion_epsilon,
+                                 group_epsilons, overapprox_parameters, rdp_group_epsilon,
+                                 rdp_overapprox_epsilon)
+from dpcalc.accountants.rdp import DEFAULT_ORDERS
+from dpcalc.accountants.rdp_accountants import RdpAccountant
+from dpcalc.models.schedule import Schedule
+from dpcalc.models.subsampling import hypergeometric_weights
 from dpcalc.errors import DpcalcError
 
 
@@ -263,7 +262,7 @@ def test_rdp_group_k_one_is_the_rdp_accountant_on_orders_from_two():
 
 
 def test_rdp_group_k_two_is_three_times_rdp_at_twice_the_order():
-    from dpcalc.accounting.rdp import rdp_subsampled_gaussian, rdp_to_epsilon_improved
+    from dpcalc.accountants.rdp import rdp_subsampled_gaussian, rdp_to_epsilon_improved
 
     orders = np.array([2.0, 3.0, 5.0, 8.0])
     rho = 3.0 * 500 * rdp_subsampled_gaussian(256 / 60_000, 1.3, 2 * orders)
@@ -384,9 +383,9 @@ def test_conversion_curve_matches_the_table_path_where_it_tilts_lazily():
     """The figure's group-conversion curve (plain profiles, tilted only where the search
     reads below their float noise) gives the table's value at each T to 1e-3, including
     T where the tilts are needed (k = 4, T = 8192: the plain profile alone is 0.5% looser)."""
-    from dpcalc.accounting.group_bounds import conversion_over_steps
-    from dpcalc.accounting.profiles import upper_profiles
-    from dpcalc.accounting.worst_case import worst_case
+    from dpcalc.group.bounds import conversion_over_steps
+    from dpcalc.pb.profiles import upper_profiles
+    from dpcalc.models.worst_case import worst_case
 
     setting = GroupSetting(1, 256, 60000, 1.0, 100)
     steps = [64, 1024, 8192]

@@ -219,6 +219,6 @@ def test_library_raises_dpcalc_error(call):
 
 
 def _phases(dpcalc):
-    from dpcalc.accounting.buckets import schedule_phases
+    from dpcalc.pb.buckets import schedule_phases
 
     return schedule_phases(dpcalc.Schedule.single(0.01, 2.0, 10))

@@ -13,13 +13,12 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpcalc.accounting.discretise import (_bucket_masses, _loss_error, _pair_log_error,
-                                         connect_the_dots, discretise)
-from dpcalc.accounting.fft_compose import compose, infinity_upper
-from dpcalc.accounting.fft_error import (SMALL_ENTRY, InputError, input_error,
-                                         input_error_terms)
-from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.pld import DiscretePld
+from dpcalc.numerics.log_masses import bucket_masses as _bucket_masses
+from dpcalc.pld.discretise import (_loss_error, _pair_log_error, connect_the_dots, discretise)
+from dpcalc.pld.fft_compose import compose, infinity_upper
+from dpcalc.pld.fft_error import (SMALL_ENTRY, InputError, input_error, input_error_terms)
+from dpcalc.models.mixture import GaussianMixturePair
+from dpcalc.pld.pld import DiscretePld
 from test_split_float_error import _exact_log_masses
 
 U = 2.0**-53

@@ -17,13 +17,13 @@ import pytest
 from scipy import integrate
 from scipy.special import log_ndtr, ndtr
 
-from dpcalc.accounting.buckets import delta_bounds, schedule_phases
-from dpcalc.accounting.pairs import ReplaceOnePair, SymmetrisedPair
-from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.rdp_replace import rdp_replace_one
-from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.schedule import Schedule
-from dpcalc.cli.render import show_lower, show_upper
+from dpcalc.pb.buckets import delta_bounds, schedule_phases
+from dpcalc.models.pairs import ReplaceOnePair, SymmetrisedPair
+from dpcalc.models.mixture import GaussianMixturePair
+from dpcalc.accountants.rdp_replace import rdp_replace_one
+from dpcalc.accountants.registry import get_accountant
+from dpcalc.models.schedule import Schedule
+from dpcalc.cli.output.render import show_lower, show_upper
 
 PB = get_accountant("pb")
 

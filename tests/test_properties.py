@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc.accounting.registry import accountant_names, get_accountant
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.accountants.registry import accountant_names, get_accountant
+from dpcalc.models.schedule import Schedule
 from dpcalc.cli.app import main
 
 FAST = [name for name in accountant_names() if name != "pb"]

@@ -1,4 +1,4 @@
-"""Tests for dpcalc.accounting.rdp: RDP of the subsampled Gaussian, conversions, and
+"""Tests for dpcalc.accountants.rdp: RDP of the subsampled Gaussian, conversions, and
 the rdp / moments / abadi accountants.
 
 Independent references used here:
@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import integrate, optimize
 
-from dpcalc.accounting import rdp_series
-from dpcalc.accounting.rdp_accountants import AbadiBoundAccountant, MomentsAccountant, RdpAccountant
-from dpcalc.accounting.rdp import (
+from dpcalc.accountants import rdp_series
+from dpcalc.accountants.rdp_accountants import AbadiBoundAccountant, MomentsAccountant, RdpAccountant
+from dpcalc.accountants.rdp import (
     DEFAULT_ORDERS,
     rdp_subsampled_gaussian,
     rdp_to_delta_classic,
@@ -29,7 +29,7 @@ from dpcalc.accounting.rdp import (
     rdp_to_epsilon_classic,
     rdp_to_epsilon_improved,
 )
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.errors import DpcalcError
 
 DELTA = 1e-5

@@ -6,7 +6,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcalc.cli.render import plain_lower, plain_upper, show_lower, show_upper, to_json, Report
+from dpcalc.cli.output.render import plain_lower, plain_upper, show_lower, show_upper, to_json, Report
 
 finite = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpcalc.accounting.gaussian import analytic_gaussian_sigma, gdp_delta
+from dpcalc.models.gaussian import analytic_gaussian_sigma, gdp_delta
 from dpcalc.errors import DpcalcError
 from tests.conftest import run_dpcalc
 
@@ -65,7 +65,7 @@ def test_absurd_learning_rate_is_refused_and_divergence_is_one_line():
 
 
 def test_kairouz_rejects_a_slack_of_one():
-    from dpcalc.accounting.composition import compose_kairouz
+    from dpcalc.accountants.composition import compose_kairouz
 
     with pytest.raises(DpcalcError):
         compose_kairouz(0.1, 0.0, 10, 1.0)
@@ -80,7 +80,7 @@ def test_rdp_fractional_orders_at_huge_sigma(sigma, q):
 
     import numpy as np
 
-    from dpcalc.accounting.rdp import rdp_subsampled_gaussian
+    from dpcalc.accountants.rdp import rdp_subsampled_gaussian
 
     rho = rdp_subsampled_gaussian(q, sigma, [1.5, 2.0, 2.5, 3.0])
     exact_order_2 = math.log1p(q * q * math.expm1(1.0 / sigma**2))  # A_2 in closed form
@@ -107,7 +107,7 @@ def test_gaussian_epsilon_at_subnormal_delta_and_mu():
     """Fuzz find: δ = 1e-320 with μ = 1/4.8e307: ½·gap underflowed to 0 and log raised."""
     import math
 
-    from dpcalc.accounting.gaussian import gaussian_epsilon
+    from dpcalc.models.gaussian import gaussian_epsilon
 
     value = gaussian_epsilon(1e-320, 4.757236210389238e+307)
     assert math.isfinite(value) and value >= 0.0

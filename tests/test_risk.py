@@ -1,4 +1,4 @@
-"""Attack-risk bounds (dpcalc/accounting/risk.py): each bound checked from the side it must
+"""Attack-risk bounds (dpcalc/risk/): each bound checked from the side it must
 hold, against closed forms (q = 1), dp_accounting, riskcal and achievable tests.
 
 Reference values and tolerances (riskcal and dp_accounting: tests/test_risk_oracles.py):
@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 from scipy.special import ndtr, ndtri
 
-from dpcalc.accounting.composed import composed_directions
-from dpcalc.accounting.risk import (gdp_mu_bounds, log_gdp_delta, risk_bounds, tpr_lower,
-                                    tpr_upper)
-from dpcalc.accounting.schedule import Schedule
-from dpcalc.accounting.worst_case import worst_case
+from dpcalc.pb.composed import composed_directions
+from dpcalc.risk.bounds import risk_bounds
+from dpcalc.risk.gdp_mu import gdp_mu_bounds, log_gdp_delta
+from dpcalc.risk.tradeoff import tpr_lower, tpr_upper
+from dpcalc.models.schedule import Schedule
+from dpcalc.models.worst_case import worst_case
 from dpcalc.errors import DpcalcError
 
 FPRS = (1e-3, 1e-2, 0.1)
@@ -152,7 +153,7 @@ def test_certified_mu_is_the_smallest_on_every_interval_whichever_were_near(monk
     """_certified_mu searches merged intervals, then the ones nearest to binding; where those
     miss a binding interval it searches all of them (it used to step part-way towards the
     merged answer). Profile: the run's upper curves; the near set cut to 2 intervals."""
-    from dpcalc.accounting import risk
+    from dpcalc.risk import gdp_mu as risk
 
     run = composed_directions(Schedule.single(0.01, 1.0, 300), 1e-12)
     top = 3.0
@@ -169,7 +170,7 @@ def test_certified_mu_never_returns_a_mu_that_fails_on_every_interval(monkeypatc
     """Whatever the merged and near searches say (their implication holds only in exact
     arithmetic), the returned μ passes the check on all intervals: here the merged
     intervals pass from μ = 1, the near ones from 0.5, and all of them only from 1.5."""
-    from dpcalc.accounting import risk
+    from dpcalc.risk import gdp_mu as risk
 
     run = composed_directions(Schedule.single(0.01, 1.0, 300), 1e-12)
     checks = [risk._interval_checks(curve, 0.0, 3.0) for curve in risk.upper_curves(run)]

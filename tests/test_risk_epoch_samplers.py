@@ -1,6 +1,6 @@
 """`dpcalc risk` and `report` for the epoch samplers (shuffle, shuffle-once, balls-in-bins).
 
-What is checked, and why it must hold (dpcalc/accounting/risk_epoch.py):
+What is checked, and why it must hold (dpcalc/risk/epoch.py):
 1. Shuffle (and shuffle-once), zero-out or replace-one: pb's upper bound is exactly μ-GDP,
    μ = Δ√E/σ (Δ = 1, resp. 2), so the safe TPR at FPR α is G_μ(α) = Φ(Φ⁻¹(α) + μ) (Dong,
    Roth, Su 2022): equal within 1e-6 relative and never below; the certified μ is μ.
@@ -29,10 +29,11 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from dpcalc.accounting.pb import PrivacyBucketsAccountant
-from dpcalc.accounting.risk import risk_bounds, tpr_lower, tpr_upper
-from dpcalc.accounting.samplers import EPOCH_MODELS
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.risk.bounds import risk_bounds
+from dpcalc.risk.tradeoff import tpr_lower, tpr_upper
+from dpcalc.models.samplers import EPOCH_MODELS
+from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.cli.app import app
 from tests.brute_force import epoch_hockey_stick_lower, epoch_mixture
 from tests.conftest import cli_runner, run_dpcalc

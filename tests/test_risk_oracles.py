@@ -14,9 +14,9 @@ import warnings
 import numpy as np
 import pytest
 
-from dpcalc.accounting.buckets import delta_bounds, schedule_phases
-from dpcalc.accounting.risk import risk_bounds
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.pb.buckets import delta_bounds, schedule_phases
+from dpcalc.risk.bounds import risk_bounds
+from dpcalc.models.schedule import Schedule
 
 FPRS = (1e-3, 1e-2, 0.1)
 

@@ -7,9 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc.accounting.risk import risk_bounds, tpr_upper
-from dpcalc.accounting.risk_calibration import risk_sigma
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.risk.bounds import risk_bounds
+from dpcalc.risk.tradeoff import tpr_upper
+from dpcalc.risk.calibration import risk_sigma
+from dpcalc.models.schedule import Schedule
 
 SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -68,7 +69,7 @@ def test_risk_calibration_round_trip(targets):
 
 
 def test_tpr_upper_is_a_concave_curve_above_the_diagonal():
-    from dpcalc.accounting.composed import composed_directions
+    from dpcalc.pb.composed import composed_directions
     import numpy as np
 
     run = composed_directions(Schedule.single(0.1, 1.0, 50), 1e-9)

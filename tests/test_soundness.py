@@ -17,15 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpcalc.accounting import buckets
-from dpcalc.accounting.buckets import epsilon_bounds, schedule_phases
-from dpcalc.accounting.gaussian import gdp_epsilon
-from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.discretise import discretise
-from dpcalc.accounting.fft_compose import compose
-from dpcalc.accounting.pld import UPPER
-from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.schedule import Schedule
+from dpcalc.pb import buckets
+from dpcalc.pb import direction_pass
+from dpcalc.pb.buckets import epsilon_bounds, schedule_phases
+from dpcalc.models.gaussian import gdp_epsilon
+from dpcalc.models.mixture import GaussianMixturePair
+from dpcalc.pld.discretise import discretise
+from dpcalc.pld.fft_compose import compose
+from dpcalc.pld.pld import UPPER
+from dpcalc.accountants.registry import get_accountant
+from dpcalc.models.schedule import Schedule
 
 RDP = get_accountant("rdp")
 FAST = 1 << 16  # no refinement beyond the first grid
@@ -78,16 +79,16 @@ def test_a_single_step_with_zero_true_epsilon_has_zero_lower_bound():
 
 def test_lower_above_upper_is_reported_never_hidden(monkeypatch):
     """A lower bound above the upper one is a bug: pb surfaces it instead of clamping."""
-    real = buckets._direction_bounds
+    real = direction_pass.direction_bounds
 
     def broken(*args, **kwargs):
         upper, lower, *rest = real(*args, **kwargs)
         return (upper, upper + 1.0, *rest)
 
-    monkeypatch.setattr(buckets, "_direction_bounds", broken)
+    monkeypatch.setattr(direction_pass, "direction_bounds", broken)
     with pytest.raises(buckets.InconsistentBounds, match="exceeds the certified upper bound"):
         direction_bounds(0.01, 4.0, 1000, 1e-5)
-    from dpcalc.accounting.evaluate import epsilon_results
+    from dpcalc.accountants.evaluate import epsilon_results
 
     (result,) = epsilon_results(["pb"], Schedule.single(0.01, 4.0, 1000), 1e-5)
     assert result.epsilon is None and "exceeds the certified upper bound" in result.notes[0]
@@ -131,7 +132,7 @@ def test_the_lower_bound_is_read_at_delta_plus_failure(monkeypatch):
     """δ_true(ε) ≥ δ_rounded(ε + η) − f: the lower bound is the rounded PLD's read-out at
     δ + f, shifted by η. On a hand-made composed PLD (two atoms) reading at δ would give a
     visibly larger value; the engine must give exactly the documented one."""
-    from dpcalc.accounting.pld import LOWER, ComposedPld
+    from dpcalc.pld.pld import LOWER, ComposedPld
 
     step = 0.01
     pmf = np.zeros(501)
@@ -139,11 +140,11 @@ def test_the_lower_bound_is_read_at_delta_plus_failure(monkeypatch):
     composed = ComposedPld(step, 0, pmf, 0.0, 0.0, 0.0)
     upper = ComposedPld(step, 0, pmf.copy(), 0.0, 0.0, 0.0)
     delta, failure, slack = 0.05, 0.04, 0.3
-    monkeypatch.setattr(buckets, "compose_fitting",
+    monkeypatch.setattr(direction_pass, "compose_fitting",
                         lambda phases, direction, step_, bound, *rest, **options: (
                             upper if bound == "upper" else composed, [], step_))
-    monkeypatch.setattr(buckets, "rounding_slack", lambda plds, f: slack)
-    _, lower, *_ = buckets._direction_bounds([], "remove", step, delta, 9.0, 1e-20, failure)
+    monkeypatch.setattr(direction_pass, "rounding_slack", lambda plds, f: slack)
+    _, lower, *_ = direction_pass.direction_bounds([], "remove", step, delta, 9.0, 1e-20, failure)
     expected = composed.loss_quantile(delta + failure, LOWER) - slack
     wrong = composed.loss_quantile(delta, LOWER) - slack
     assert lower == pytest.approx(expected, rel=1e-12)
@@ -175,7 +176,7 @@ def test_the_fft_error_bound_covers_the_actual_error(q, sigma, steps):
         pytest.skip("no extended long double on this platform")
     from scipy import fft as sp_fft
 
-    from dpcalc.accounting.pld import LOWER
+    from dpcalc.pld.pld import LOWER
 
     pair = GaussianMixturePair.subsampled_gaussian(q, sigma)
     for bound in (UPPER, LOWER):
@@ -193,7 +194,7 @@ def test_the_fft_error_bound_covers_the_actual_error(q, sigma, steps):
 
 def _two_atom_pld(valid_from: float = -math.inf):
     """Losses 0 (mass 0.9) and 5 (mass 0.1): reading at δ and at δ + f differ visibly."""
-    from dpcalc.accounting.pld import ComposedPld
+    from dpcalc.pld.pld import ComposedPld
 
     pmf = np.zeros(501)
     pmf[0], pmf[500] = 0.9, 0.1
@@ -203,13 +204,13 @@ def _two_atom_pld(valid_from: float = -math.inf):
 def test_the_tilted_lower_bound_is_read_at_delta_plus_failure(monkeypatch):
     """The tilted pass must read its lower composition at δ + f too (issue 15: the same
     mistake there passed the whole suite)."""
-    from dpcalc.accounting.pld import LOWER
+    from dpcalc.pld.pld import LOWER
 
     composed = _two_atom_pld()
     delta, failure, slack = 0.05, 0.04, 0.3
-    monkeypatch.setattr(buckets, "saddle_tilt", lambda steps, target: 0.0)
-    monkeypatch.setattr(buckets, "compose_tilted", lambda *args: composed)
-    _, lower = buckets._tilted_direction_bounds(([], [], slack), delta, 1e-20, failure,
+    monkeypatch.setattr(direction_pass, "saddle_tilt", lambda steps, target: 0.0)
+    monkeypatch.setattr(direction_pass, "compose_tilted", lambda *args: composed)
+    _, lower = direction_pass.tilted_direction_bounds(([], [], slack), delta, 1e-20, failure,
                                                math.inf, 0.0, 3.0)
     expected = composed.loss_quantile(delta + failure, LOWER) - slack
     wrong = composed.loss_quantile(delta, LOWER) - slack
@@ -219,8 +220,8 @@ def test_the_tilted_lower_bound_is_read_at_delta_plus_failure(monkeypatch):
 
 def test_the_split_lower_bound_is_read_at_delta_plus_failure(monkeypatch):
     """The body-and-jumps pass (jumps.split_bounds) reads its lower composition at δ + f."""
-    from dpcalc.accounting import jumps
-    from dpcalc.accounting.pld import LOWER, UPPER
+    from dpcalc.pld import jumps
+    from dpcalc.pld.pld import LOWER, UPPER
 
     composed = _two_atom_pld(valid_from=0.0)
     delta, failure, slack = 0.05, 0.04, 0.3

@@ -13,9 +13,9 @@ import pytest
 from scipy import fft as scipy_fft
 from scipy import special as scipy_special
 
-from dpcalc.accounting import fourier
-from dpcalc.accounting import special_functions as sf
-from dpcalc.accounting.erfcx_table import COEFFICIENTS, EDGES
+from dpcalc.numerics import fourier
+from dpcalc.numerics import special_functions as sf
+from dpcalc.numerics.erfcx_table import COEFFICIENTS, EDGES
 
 ULP = 2.0**-53
 RNG = np.random.default_rng(20261126)
@@ -179,7 +179,7 @@ def test_one_shot_commands_do_not_import_scipy():
 
 # --- one-step bucket masses without cancellation (gauss_intervals.py) ----------------------
 def test_normal_interval_masses_keep_their_relative_accuracy():
-    from dpcalc.accounting.gauss_intervals import log_normal_masses
+    from dpcalc.numerics.gauss_intervals import log_normal_masses
 
     def exact(low, high):
         low, high = mp.mpf(low), mp.mpf(high)
@@ -208,8 +208,8 @@ def test_bucket_masses_are_exact_to_a_few_ulps_however_narrow(rate, sigma, grid_
     """Review finding: masses taken as differences of normal tails lose ~u·tail/mass
     (7.8e-7 relative at h = 1e-9), far above the 16u per entry the FFT's error bound
     assumes; the interval masses keep a few ulps (≤ 4e-14 here, for the float roots)."""
-    from dpcalc.accounting.discretise import _bucket_masses, _tail_masses
-    from dpcalc.accounting.mixture import GaussianMixturePair
+    from dpcalc.numerics.log_masses import bucket_masses as _bucket_masses, tail_masses as _tail_masses
+    from dpcalc.models.mixture import GaussianMixturePair
 
     pair = GaussianMixturePair.subsampled_gaussian(rate, sigma)
     low, high = pair.loss_range("remove", 12.0)
@@ -243,13 +243,13 @@ def test_every_pairs_own_bucket_masses_agree_with_its_tails_and_sum_to_one():
     """Each pair's log_bucket_masses (mixtures, replace-one, the splices with their atom at
     0, the displaced-null run, revealed mixtures, discrete pairs) against its own tails on
     a coarse grid, where tail differences are still accurate; P's masses sum to 1."""
-    from dpcalc.accounting.discretise import _bucket_masses, _tail_masses
-    from dpcalc.accounting.max_pair import DiscretePair
-    from dpcalc.accounting.mixture import GaussianMixturePair
-    from dpcalc.accounting.pairs import ReplaceOnePair, SymmetrisedPair
-    from dpcalc.accounting.schedule import Phase
-    from dpcalc.accounting.worst_case import worst_case
-    from dpcalc.accounting.zero_out_pairs import DisplacedNullPair, fixed_zero_out_pair
+    from dpcalc.numerics.log_masses import bucket_masses as _bucket_masses, tail_masses as _tail_masses
+    from dpcalc.models.max_pair import DiscretePair
+    from dpcalc.models.mixture import GaussianMixturePair
+    from dpcalc.models.pairs import ReplaceOnePair, SymmetrisedPair
+    from dpcalc.models.schedule import Phase
+    from dpcalc.models.worst_case import worst_case
+    from dpcalc.models.zero_out_pairs import DisplacedNullPair, fixed_zero_out_pair
 
     cells = RNG.dirichlet(np.ones(50), 2)
     pairs = [GaussianMixturePair.subsampled_gaussian(0.02, 1.1),
@@ -278,8 +278,8 @@ def test_erfcx_gap_is_within_5e_14_of_mpmath_for_every_step():
     """erfcx(u) − erfcx(u + s) against 40-digit mpmath (u + s exact). The plain difference,
     which the code took for every step ≥ 1e-3 before, loses ~u·1e-16/s: 1.4e-12 relative at
     u = 15.5, s = 1.3e-3 (gdp_delta's tail at μ = 0.0019), 8e-13 at u = 7.2."""
-    from dpcalc.accounting import special_functions as special
-    from dpcalc.accounting.gauss_intervals import erfcx_gap
+    from dpcalc.numerics import special_functions as special
+    from dpcalc.numerics.gauss_intervals import erfcx_gap
 
     draws = np.random.default_rng(11)
     # with the review's worst points (u = 7 and 7.999 at step 0.03: 4.35e-14, 3.4e-14)

@@ -7,14 +7,16 @@ import math
 
 import pytest
 
-from dpcalc.accounting import buckets, grid_passes
-from dpcalc.accounting.buckets import epsilon_bounds, schedule_phases
-from dpcalc.accounting.discretise import discretise
-from dpcalc.accounting.first_grid import initial_grid_step, tail_half_width
-from dpcalc.accounting.pld import UPPER
-from dpcalc.accounting.rdp_accountants import RdpAccountant
-from dpcalc.accounting.schedule import Schedule
-from dpcalc.accounting.tilt import tilt_onto
+from dpcalc.pb import buckets
+from dpcalc.pb import direction_pass
+from dpcalc.pb import grid_passes
+from dpcalc.pb.buckets import epsilon_bounds, schedule_phases
+from dpcalc.pld.discretise import discretise
+from dpcalc.pb.first_grid import initial_grid_step, tail_half_width
+from dpcalc.pld.pld import UPPER
+from dpcalc.accountants.rdp_accountants import RdpAccountant
+from dpcalc.models.schedule import Schedule
+from dpcalc.pld.tilt import tilt_onto
 
 # issue 13's small-q point, and a cheaper one of the same regime
 SMALL_Q = [(1e-6, 0.3, 10_000_000, 1e-12), (3e-6, 0.35, 3_000_000, 1e-11)]
@@ -65,13 +67,13 @@ def _bounds(q, sigma, steps, delta):
 
 def _recording_plain_compositions(monkeypatch) -> list[str]:
     composed = []
-    original = buckets._direction_bounds
+    original = direction_pass.direction_bounds
 
     def recorded(phases, direction, *args, **kwargs):
         composed.append(direction)
         return original(phases, direction, *args, **kwargs)
 
-    monkeypatch.setattr(buckets, "_direction_bounds", recorded)
+    monkeypatch.setattr(direction_pass, "direction_bounds", recorded)
     return composed
 
 
@@ -103,7 +105,7 @@ def test_an_unsettled_split_first_is_followed_by_the_plain_order(monkeypatch):
     # the split pass first, treated as not settling: the plain pass follows, then the later
     # passes (aimed from the tighter bounds in hand), and the reported bounds are the
     # tightest of all: certified intervals for the same ε as the plain-first order's
-    monkeypatch.setattr(buckets, "settled", lambda bounds, tolerance: False)
+    monkeypatch.setattr(direction_pass, "settled", lambda bounds, tolerance: False)
     composed = _recording_plain_compositions(monkeypatch)
     both = _bounds(q, sigma, steps, delta)
     assert composed == ["remove", "add"]
@@ -125,8 +127,8 @@ LOOSE_HINT = (1e-6, 1.0, 10_000_000, 1e-12)
 
 
 def _split(target: float, loose_aim: float = 0.0):
-    from dpcalc.accounting import jumps
-    from dpcalc.accounting.first_grid import TAIL_FRACTION
+    from dpcalc.pld import jumps
+    from dpcalc.pb.first_grid import TAIL_FRACTION
 
     q, sigma, steps, delta = LOOSE_HINT
     phases = schedule_phases(Schedule.single(q, sigma, steps))
@@ -170,8 +172,8 @@ def test_a_loose_hint_is_left_to_the_plain_first_order(monkeypatch):
 def test_a_lower_composition_that_never_fits_keeps_the_upper_bound(monkeypatch):
     """Review finding: where the lower composition failed (None: its grids never fit), the
     certified upper bound in hand was dropped with it."""
-    from dpcalc.accounting import jumps
-    from dpcalc.accounting.pld import LOWER
+    from dpcalc.pld import jumps
+    from dpcalc.pld.pld import LOWER
 
     q, sigma, steps, delta = LOOSE_HINT
     both = _split(0.0247)

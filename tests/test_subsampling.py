@@ -12,7 +12,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpcalc.accounting.subsampling import amplify_poisson, hypergeometric_weights, poisson_weights
+from dpcalc.models.subsampling import amplify_poisson, hypergeometric_weights, poisson_weights
 from dpcalc.errors import DpcalcError
 
 

@@ -14,14 +14,14 @@ import math
 import numpy as np
 import pytest
 
-from dpcalc.accounting.gaussian import gaussian_epsilon
-from dpcalc.accounting.mixture import GaussianMixturePair
-from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.revealed_mixture import RevealedMixturePair
-from dpcalc.accounting.schedule import Phase, Schedule
-from dpcalc.accounting.truncated import truncation
-from dpcalc.accounting.rdp_accountants import step_rdp
-from dpcalc.accounting.worst_case import MIXTURE_FAMILY, worst_case
+from dpcalc.models.gaussian import gaussian_epsilon
+from dpcalc.models.mixture import GaussianMixturePair
+from dpcalc.accountants.registry import get_accountant
+from dpcalc.models.revealed_mixture import RevealedMixturePair
+from dpcalc.models.schedule import Phase, Schedule
+from dpcalc.models.truncated import truncation
+from dpcalc.accountants.rdp_accountants import step_rdp
+from dpcalc.models.worst_case import MIXTURE_FAMILY, worst_case
 from dpcalc.cli.app import app
 from tests.conftest import cli_runner, run_dpcalc
 
@@ -280,7 +280,7 @@ def test_cli_group_refuses_truncated_poisson_in_one_line():
                                            (6, 1.0, 3), (6, 0.2, 9)])
 def test_contained_rate_is_the_enumerated_chance_of_being_in_the_cut_batch(size, rate, cap):
     """q_in = P(x in the cut batch), x one of N records: by enumerating every batch."""
-    from dpcalc.accounting.truncated import contained_rate
+    from dpcalc.models.truncated import contained_rate
     from tests.brute_force import batches_truncated
 
     exact = sum(probability for indices, probability in batches_truncated(size, rate, cap)
@@ -312,7 +312,7 @@ def test_lower_bound_is_below_the_enumerated_instance(adjacency, rate, cap, step
     zero-out: the null record), whose δ is bounded from below by exact enumeration of the
     batches and interval masses (tests/brute_force.py). Before the fix pb reported the
     dominating pair's lower bound, which is not one for the sampler."""
-    from dpcalc.accounting.lower_instances import displaced_run
+    from dpcalc.models.lower_instances import displaced_run
     from tests.brute_force import hockey_stick_lower
 
     size, sigma = 6, 1.0
@@ -339,7 +339,7 @@ def test_displaced_run_mixtures_match_enumeration(size, rate, cap, adjacency):
     """The displaced run's one-step output mixtures (truncated_instance._mixtures, derived
     in its module doc) equal those of exact enumeration of the truncated batches with other
     gradients −C."""
-    from dpcalc.accounting.truncated_instance import _merge, _mixtures
+    from dpcalc.models.truncated_instance import _merge, _mixtures
 
     derived = [_merge(*mixture) for mixture in _mixtures(size - 1, rate, cap, adjacency)]
     enumerated = _enumerated_instance(size, rate, cap, adjacency, -1.0)
@@ -378,7 +378,7 @@ def test_lower_bound_of_a_rarely_cut_run_is_near_poisson_and_the_gap_is_explaine
 
 def test_delta_and_risk_lower_bounds_come_from_the_instance():
     """delta and risk: the lower figures are the explicit instance's, below the upper ones."""
-    from dpcalc.accounting.risk import risk_bounds
+    from dpcalc.risk.bounds import risk_bounds
 
     schedule = Schedule((Phase(None, 1.0, 60, "truncated-poisson", "add-remove", 20, 100, 22),))
     upper, lower, notes, _ = get_accountant("pb").delta_bounds(schedule, 1.0)
@@ -395,7 +395,7 @@ def test_delta_and_risk_lower_bounds_come_from_the_instance():
 
 
 def _contained(size, rate, cap):
-    from dpcalc.accounting.truncated import contained_rate
+    from dpcalc.models.truncated import contained_rate
 
     return contained_rate(size, rate, cap)
 
@@ -405,7 +405,7 @@ def test_mixed_replace_one_schedule_keeps_one_adjacency_in_its_lower_run():
     raised (the explicit run switched only the fixed phases to an add/remove-shaped pair).
     Such runs take, in the fixed phases, the run with other gradients 0 (Poisson replace-one
     pair at γ): a valid, weaker lower bound, and say so."""
-    from dpcalc.accounting.lower_instances import FIXED_REPLACE_MIXED_NOTE
+    from dpcalc.models.lower_instances import FIXED_REPLACE_MIXED_NOTE
 
     schedule = Schedule((Phase(0.4, 1.0, 1, "poisson", "replace-one"),
                          Phase(None, 1.0, 1, "fixed", "replace-one", 2, 5),
@@ -422,7 +422,7 @@ def test_displaced_run_weights_keep_their_relative_accuracy_at_large_n():
     binom.logpmf alone was off by ~1e-10 there; an independent review measured it)."""
     import mpmath as mp
 
-    from dpcalc.accounting.truncated_instance import _mixtures
+    from dpcalc.models.truncated_instance import _mixtures
 
     others, rate, cap = 59_999, 0.01, 540
     (positions, log_weights), _ = _mixtures(others, rate, cap, "add-remove")
@@ -436,7 +436,7 @@ def test_displaced_run_weights_keep_their_relative_accuracy_at_large_n():
 
 
 def test_displaced_run_needs_one_dataset_size():
-    from dpcalc.accounting.lower_instances import displaced_run
+    from dpcalc.models.lower_instances import displaced_run
 
     first = Phase(0.6, 1.0, 2, "truncated-poisson", "add-remove", None, 6, 2)
     assert displaced_run(Schedule((first, first))) is not None
@@ -452,7 +452,7 @@ def test_displaced_run_cells_carry_the_binomial_weights_error():
     import mpmath as mp
     from scipy.stats import binom
 
-    from dpcalc.accounting.truncated_instance import _BINOMIAL_ERROR, displaced_pair
+    from dpcalc.models.truncated_instance import _BINOMIAL_ERROR, displaced_pair
 
     worst = 0.0
     with mp.workdps(50):  # with an independent review's worst points (q = 0.3, ±20–30 sd)

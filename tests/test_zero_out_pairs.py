@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize
 
-from dpcalc.accounting.buckets import delta_bounds, epsilon_bounds, schedule_phases
-from dpcalc.accounting.mixture import ADD, REMOVE, GaussianMixturePair
-from dpcalc.accounting.pairs import SplicedPair
-from dpcalc.accounting.registry import get_accountant
-from dpcalc.accounting.schedule import Phase, Schedule
-from dpcalc.accounting.zero_out_pairs import DisplacedNullPair, fixed_zero_out_pair
+from dpcalc.pb.buckets import delta_bounds, epsilon_bounds, schedule_phases
+from dpcalc.models.mixture import ADD, REMOVE, GaussianMixturePair
+from dpcalc.models.pairs import SplicedPair
+from dpcalc.accountants.registry import get_accountant
+from dpcalc.models.schedule import Phase, Schedule
+from dpcalc.models.zero_out_pairs import DisplacedNullPair, fixed_zero_out_pair
 from dpcalc.errors import DpcalcError
 
 SETTINGS = [(0.01, 1.0), (0.1, 2.0), (0.3, 0.7), (256 / 60_000, 1.1), (0.5, 4.0)]

@@ -10,9 +10,8 @@ as an ε lower bound with a stated confidence, to set beside the certified inter
 Statistics in bounds.py (no training), canaries in canaries.py, the one-run audit in
 experiment.py, the many-run audit in monte_carlo.py. No printing, no typer or rich.
 """
-from dpcalc.audit.bounds import (clopper_pearson_upper, epsilon_from_error_rates,
-                                 monte_carlo_bound, one_run_bound, one_run_epsilon_lower,
-                                 one_run_p_value)
+from dpcalc.audit.bounds import (clopper_pearson_upper, epsilon_from_error_rates, monte_carlo_bound,
+                                 one_run_bound, one_run_epsilon_lower, one_run_p_value)
 from dpcalc.audit.experiment import (AUDIT_MODES, AuditResult, AuditSettings, Verdict,
                                      check_auditable, finish_one_run, one_run_canaries, verdict)
 from dpcalc.audit.monte_carlo import monte_carlo_audit

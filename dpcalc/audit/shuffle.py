@@ -6,7 +6,7 @@ canaries are records of that permutation (dpcalc.dpsgd.train.placed_epoch_batche
 every canary lands in one batch, in both worlds. An "out" canary keeps its slot and contributes
 the neighbouring record's gradient: 0 under zero-out (a null record, dp_accounting's
 REPLACE_SPECIAL), −C·e_j under replace-one (an ordinary crafted record). pb certifies exactly
-this (dpcalc.accounting.epoch_samplers: each record in one step per epoch, sensitivity C or 2C).
+this (dpcalc.accountants.epoch_samplers: each record in one step per epoch, sensitivity C or 2C).
 
 Chua et al. 2024 ("How Private are DP-SGD Implementations?", ICML, §4) show the displacement
 this causes: when every other record's clipped gradient is −C·e_j, the batch holding the canary

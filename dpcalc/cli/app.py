@@ -16,12 +16,12 @@ COMMANDS = {
     "epsilon": ("dpcalc.cli.epsilon", "epsilon_command"),
     "delta": ("dpcalc.cli.delta", "delta_command"),
     "sigma": ("dpcalc.cli.sigma", "sigma_command"),
-    "compare": ("dpcalc.cli.compare", "compare_command"),
-    "simulate": ("dpcalc.cli.simulate", "simulate_command"),
-    "group": ("dpcalc.cli.group", "group_command"),
+    "compare": ("dpcalc.cli.compare.command", "compare_command"),
+    "simulate": ("dpcalc.cli.simulate.command", "simulate_command"),
+    "group": ("dpcalc.cli.group.command", "group_command"),
     "risk": ("dpcalc.cli.risk", "risk_command"),
     "report": ("dpcalc.cli.report", "report_command"),
-    "completions": ("dpcalc.cli.completions_command", "completions_command"),
+    "completions": ("dpcalc.cli.completions.command", "completions_command"),
 }
 
 

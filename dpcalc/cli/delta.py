@@ -6,13 +6,14 @@ from typing import List, Optional
 
 import typer
 
-from dpcalc.accounting.registry import resolve_names
+from dpcalc.accountants.registry import resolve_names
 from dpcalc.cli import options as opt
+from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
-from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
-                               show_upper)
-from dpcalc.cli.schedule_options import build_schedule, model_footnote
+from dpcalc.cli.output.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                                      show_upper)
+from dpcalc.cli.schedule_options import model_footnote
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_nonnegative
 
@@ -23,7 +24,7 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
     """{"accountant", "delta", "delta_upper", "delta_lower", "certified", "kind", "notes"}:
     "delta" is the value to report (pb: its certified upper bound). pb on the epoch samplers
     adds "upper_source" and "delta_poisson_not_applicable" (the Poisson δ, for comparison)."""
-    from dpcalc.accounting.evaluate import make_accountant
+    from dpcalc.accountants.evaluate import make_accountant
 
     accountant = make_accountant(name)
     record = {"accountant": name, "delta": None, "delta_upper": None, "delta_lower": None,
@@ -57,18 +58,10 @@ DELTA_COLUMNS = [
 ]
 
 
+@run_options
 def delta_command(
     epsilon: Optional[str] = EPSILON,
-    q: Optional[str] = opt.Q,
-    batch_size: Optional[str] = opt.BATCH_SIZE,
-    dataset_size: Optional[str] = opt.DATASET_SIZE,
-    sigma: Optional[str] = opt.SIGMA,
-    steps: Optional[str] = opt.STEPS,
-    epochs: Optional[str] = opt.EPOCHS,
-    phase: Optional[List[str]] = opt.PHASE,
-    sampling: str = opt.SAMPLING,
-    adjacency: str = opt.ADJACENCY,
-    max_batch_size: Optional[str] = opt.MAX_BATCH_SIZE,
+    given: RunFlags = RUN,
     accountant: Optional[List[str]] = opt.ACCOUNTANT,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
@@ -80,8 +73,7 @@ def delta_command(
     if epsilon is None:
         raise DpcalcError("give --epsilon (ε ≥ 0 at which to report δ)")
     target = check_nonnegative(epsilon, "--epsilon")
-    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
-                         adjacency, max_batch_size=max_batch_size)
+    run = given.schedule()
     names = resolve_names(accountant)
     with waiting("delta: composing"):
         records = [delta_record(name, run.schedule, target) for name in names]
@@ -95,7 +87,7 @@ def delta_command(
     if run.dataset_size is not None:
         values = [r["delta"] for r in records if r["delta"] is not None]
         if values and max(values) >= 1.0 / run.dataset_size:
-            from dpcalc.cli.render import warn
+            from dpcalc.cli.output.render import warn
 
             warn(f"δ ≥ 1/N = {1.0 / run.dataset_size:.3g} at ε = {target:g}: this ε protects "
                  "little; δ should be well below 1/N")

@@ -4,28 +4,20 @@ from __future__ import annotations
 from typing import List, Optional
 
 
-from dpcalc.accounting.evaluate import epsilon_results
-from dpcalc.accounting.registry import DEFAULT_ACCOUNTANT, resolve_names
+from dpcalc.accountants.evaluate import epsilon_results
+from dpcalc.accountants.registry import DEFAULT_ACCOUNTANT, resolve_names
 from dpcalc.cli import options as opt
-from dpcalc.cli.budget import check_budget, parse_max_epsilon
+from dpcalc.cli.run_options import RUN, RunFlags, run_options
+from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
-from dpcalc.cli.render import OutputFormat, Report, emit
-from dpcalc.cli.schedule_options import build_schedule
+from dpcalc.cli.output.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
+from dpcalc.cli.output.render import OutputFormat, Report, emit
 from dpcalc.params import check_delta, check_positive
 
 
+@run_options
 def epsilon_command(
-    q: Optional[str] = opt.Q,
-    batch_size: Optional[str] = opt.BATCH_SIZE,
-    dataset_size: Optional[str] = opt.DATASET_SIZE,
-    sigma: Optional[str] = opt.SIGMA,
-    steps: Optional[str] = opt.STEPS,
-    epochs: Optional[str] = opt.EPOCHS,
-    phase: Optional[List[str]] = opt.PHASE,
-    sampling: str = opt.SAMPLING,
-    adjacency: str = opt.ADJACENCY,
-    max_batch_size: Optional[str] = opt.MAX_BATCH_SIZE,
+    given: RunFlags = RUN,
     delta: str = opt.DELTA,
     accountant: Optional[List[str]] = opt.ACCOUNTANT,
     tolerance: str = opt.TOLERANCE,
@@ -44,8 +36,7 @@ def epsilon_command(
     Example: dpcalc epsilon --batch-size 512 --dataset-size 50000 --noise-multiplier 1.1
     --epochs 30 --max-epsilon 8
     """
-    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
-                         adjacency, max_batch_size=max_batch_size)
+    run = given.schedule()
     target_delta = check_delta(delta)
     gate = parse_max_epsilon(max_epsilon)
     names = resolve_names(accountant)

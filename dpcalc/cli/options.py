@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import typer
 
-from dpcalc.accounting.registry import accountant_names
-from dpcalc.accounting.result import EpsilonResult
-from dpcalc.cli import budget
-from dpcalc.cli.records import result_notes
-from dpcalc.cli.render import OutputFormat, warn
+from dpcalc.accountants.registry import accountant_names
+from dpcalc.accountants.result import EpsilonResult
+from dpcalc.cli.output import budget
+from dpcalc.cli.output.records import result_notes
+from dpcalc.cli.output.render import OutputFormat, warn
 
 # Numbers are read as text and validated by dpcalc.params, so a bad value gets one
 # line naming the flag and its valid range.

@@ -18,7 +18,7 @@ from typing import Callable, Iterator
 # ~0.05-0.3 s a point; the pool costs ~0.3 s of start-up on another core
 MIN_POINTS = 12
 MAX_WORKERS = 8
-_PRELOAD = ["dpcalc.accounting.pb", "dpcalc.accounting.rdp_accountants", "dpcalc.cli.allocator"]
+_PRELOAD = ["dpcalc.accountants.pb", "dpcalc.accountants.rdp_accountants", "dpcalc.cli.allocator"]
 
 
 def _worker_start() -> None:

@@ -4,16 +4,17 @@ means for an attacker (`dpcalc risk`), and the caveats that apply."""
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
+from typing import Optional
 
 from dpcalc import __version__
-from dpcalc.accounting.registry import get_accountant
+from dpcalc.accountants.registry import get_accountant
 from dpcalc.cli import options as opt
-from dpcalc.cli.render import OutputFormat, json_text, plain_upper
+from dpcalc.cli.run_options import RUN, RunFlags, run_options
+from dpcalc.cli.output.render import OutputFormat, json_text, plain_upper
 from dpcalc.cli.progress import waiting
 from dpcalc.cli.risk import BASELINE, FPR, PRIOR, RISK_TOLERANCE, parse_fprs, risk_records
-from dpcalc.cli.schedule_options import _phase_fields, build_schedule
-from dpcalc.cli.statement import statement_markdown
+from dpcalc.cli.schedule_options import _phase_fields
+from dpcalc.cli.output.statement import statement_markdown
 from dpcalc.params import check_delta, check_range
 
 
@@ -51,17 +52,9 @@ def _float_or_none(text):
     return None if text is None else float(text)
 
 
+@run_options
 def report_command(
-    q: Optional[str] = opt.Q,
-    batch_size: Optional[str] = opt.BATCH_SIZE,
-    dataset_size: Optional[str] = opt.DATASET_SIZE,
-    sigma: Optional[str] = opt.SIGMA,
-    steps: Optional[str] = opt.STEPS,
-    epochs: Optional[str] = opt.EPOCHS,
-    phase: Optional[List[str]] = opt.PHASE,
-    sampling: str = opt.SAMPLING,
-    adjacency: str = opt.ADJACENCY,
-    max_batch_size: Optional[str] = opt.MAX_BATCH_SIZE,
+    given: RunFlags = RUN,
     delta: str = opt.DELTA,
     fpr: str = FPR,
     prior: str = PRIOR,
@@ -72,10 +65,9 @@ def report_command(
     """A reviewer-ready privacy statement in Markdown (--format json: the same figures and
     the Markdown; plain: ε): model, run, certified ε at δ with the 1/N check, attack-risk
     bounds and the caveats that apply."""
-    from dpcalc.accounting.risk import risk_bounds
+    from dpcalc.risk.bounds import risk_bounds
 
-    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
-                         adjacency, max_batch_size=max_batch_size)
+    run = given.schedule()
     target_delta = check_delta(delta)
     fprs = parse_fprs(fpr)
     prior_value = check_range(prior, "--prior", 0.0, 1.0, what="probability")
@@ -86,9 +78,11 @@ def report_command(
     with waiting("report: composing"):
         result = get_accountant("pb", tolerance=tol).epsilon(run.schedule, target_delta)
         risk = risk_records(risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol))
-    options = {"--q": q, "--batch-size": batch_size, "--dataset-size": dataset_size,
-               "--sigma": sigma, "--steps": steps, "--epochs": epochs, "--phase": phase or None,
-               "--sampling": run.schedule.samplings[0] if not phase else None,
+    options = {"--q": given.q, "--batch-size": given.batch_size,
+               "--dataset-size": given.dataset_size, "--sigma": given.sigma,
+               "--steps": given.steps, "--epochs": given.epochs, "--phase": given.phase or None,
+               "--sampling": run.schedule.samplings[0] if not given.phase else None,
+               "--max-batch-size": given.max_batch_size,
                "--adjacency": run.schedule.adjacency, "--delta": f"{target_delta:g}",
                "--fpr": ",".join(f"{value:g}" for value in fprs), "--prior": f"{prior_value:g}",
                "--baseline": None if kappa is None else f"{kappa:g}"}
@@ -99,7 +93,7 @@ def report_command(
         "steps": run.schedule.total_steps,
         "adjacency": run.schedule.adjacency,
         "samplings": list(run.schedule.samplings),
-        "phases": _phases(run, epochs, phase),
+        "phases": _phases(run, given.epochs, given.phase),
         "accountant": _accountant_words(result),
         "risk": risk,
         "version": __version__,

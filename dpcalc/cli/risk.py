@@ -4,20 +4,21 @@ From pb's composed privacy loss distributions (both directions, certified upper 
 the best membership-inference test's TPR at chosen FPRs, the membership advantage, the
 Bayes-optimal posterior success at a prior, reconstruction success for a baseline κ and
 the certified Gaussian-DP μ. Each figure: the safe value (an upper bound on attack
-success) and a certified lower bound beside it. The maths: dpcalc/accounting/risk.py.
+success) and a certified lower bound beside it. The maths: dpcalc/risk/.
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Optional
 
 import typer
 
 from dpcalc.cli import options as opt
+from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.records import INPUT_LABELS
-from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
-                               show_upper)
-from dpcalc.cli.schedule_options import build_schedule, model_footnote
+from dpcalc.cli.output.records import INPUT_LABELS
+from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                                      show_upper)
+from dpcalc.cli.schedule_options import model_footnote
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_range
 
@@ -51,7 +52,7 @@ MEASURE_LABELS = {
 
 def parse_fprs(text: str) -> list[float]:
     """'1e-3,1e-2,0.1' → [0.001, 0.01, 0.1] (validated, de-duplicated, sorted)."""
-    from dpcalc.accounting.risk import check_probability
+    from dpcalc.risk.tradeoff import check_probability
 
     parts = [part.strip() for part in str(text).split(",") if part.strip()]
     if not parts:
@@ -128,8 +129,8 @@ def draw_tradeoff(path: str, bounds, log_axes: bool, title: str) -> None:
     """The certified trade-off band on an FPR grid (computed here, drawn by plots.py)."""
     import numpy as np
 
-    from dpcalc.accounting.risk import tpr_lower, tpr_upper
-    from dpcalc.cli.plots import tradeoff_figure
+    from dpcalc.risk.tradeoff import tpr_lower, tpr_upper
+    from dpcalc.cli.output.plots import tradeoff_figure
 
     smallest = min(1e-4, min(f.at for f in bounds.tpr))
     fprs = (np.geomspace(smallest, 1.0, 121)[:-1] if log_axes
@@ -138,17 +139,9 @@ def draw_tradeoff(path: str, bounds, log_axes: bool, title: str) -> None:
                     [(f.at, f.upper) for f in bounds.tpr], log_axes, title)
 
 
+@run_options
 def risk_command(
-    q: Optional[str] = opt.Q,
-    batch_size: Optional[str] = opt.BATCH_SIZE,
-    dataset_size: Optional[str] = opt.DATASET_SIZE,
-    sigma: Optional[str] = opt.SIGMA,
-    steps: Optional[str] = opt.STEPS,
-    epochs: Optional[str] = opt.EPOCHS,
-    phase: Optional[List[str]] = opt.PHASE,
-    sampling: str = opt.SAMPLING,
-    adjacency: str = opt.ADJACENCY,
-    max_batch_size: Optional[str] = opt.MAX_BATCH_SIZE,
+    given: RunFlags = RUN,
     fpr: str = FPR,
     prior: str = PRIOR,
     baseline: Optional[str] = BASELINE,
@@ -164,16 +157,15 @@ def risk_command(
     Same inputs as `dpcalc epsilon`; every figure holds for the stated model (--sampling,
     --adjacency).
     """
-    from dpcalc.accounting.risk import risk_bounds
+    from dpcalc.risk.bounds import risk_bounds
 
-    run = build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phase, sampling,
-                         adjacency, max_batch_size=max_batch_size)
+    run = given.schedule()
     fprs = parse_fprs(fpr)
     prior_value = check_range(prior, "--prior", 0.0, 1.0, what="probability")
     kappa = None if baseline is None else check_range(baseline, "--baseline", 1e-12, 1.0,
                                                       low_open=False, what="probability κ")
     if plot is not None:
-        from dpcalc.cli.plots import check_plot_path
+        from dpcalc.cli.output.plots import check_plot_path
 
         check_plot_path(plot)
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)

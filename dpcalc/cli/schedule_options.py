@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dpcalc.accounting.samplers import (FIXED, POISSON, TRUNCATED_POISSON, model_label,
-                                        parse_adjacency, parse_sampling)
-from dpcalc.accounting.schedule import Phase, Schedule
+from dpcalc.models.samplers import (FIXED, POISSON, TRUNCATED_POISSON, model_label, parse_adjacency,
+                                    parse_sampling)
+from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (EpochSteps, check_count, check_noise_multiplier, epoch_steps,
                            resolve_sampling_rate, resolve_steps)

@@ -13,16 +13,18 @@ from typing import List, Optional
 
 import typer
 
-from dpcalc.accounting.calibrate import SigmaResult, dpsgd_sigma
-from dpcalc.accounting.calibrate_gaussian import GaussianSigmas, gaussian_mechanism_sigmas
-from dpcalc.accounting.registry import resolve_names
+from dpcalc.calibration.certify import SigmaResult
+from dpcalc.calibration.dpsgd import dpsgd_sigma
+from dpcalc.calibration.gaussian import GaussianSigmas, gaussian_mechanism_sigmas
+from dpcalc.accountants.registry import resolve_names
 from dpcalc.cli import options as opt
-from dpcalc.cli.budget import check_budget, parse_max_epsilon
+from dpcalc.cli.run_options import RUN, RunFlags, run_options
+from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
-from dpcalc.cli.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
-                               show_upper)
-from dpcalc.cli.schedule_options import build_schedule, model_footnote
+from dpcalc.cli.output.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
+                                      show_upper)
+from dpcalc.cli.schedule_options import model_footnote
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_delta, check_positive, check_range
 
@@ -76,7 +78,7 @@ def _dpsgd_record(calibration: SigmaResult, target: float) -> dict:
 
 
 def _failed_record(name: str, target: float, error: Exception) -> dict:
-    from dpcalc.accounting.evaluate import make_accountant
+    from dpcalc.accountants.evaluate import make_accountant
 
     certified = make_accountant(name).certified
     return {"accountant": name, "sigma": None, "epsilon": None, "epsilon_lower": None,
@@ -134,7 +136,7 @@ def _dpsgd_report(records: list[dict], inputs: dict, digits: int,
 
 # ------------------------------------------------------------------ Gaussian mechanism mode
 def _gaussian_records(sigmas: GaussianSigmas) -> list[dict]:
-    from dpcalc.accounting.gaussian import gaussian_delta
+    from dpcalc.models.gaussian import gaussian_delta
 
     analytic = {
         "accountant": "analytic",
@@ -226,7 +228,7 @@ def _risk_report(calibration, inputs: dict, digits: int) -> Report:
 
 def _risk_mode(max_tpr, at_fpr, max_advantage, run, precision: float, tolerance,
                output_format) -> None:
-    from dpcalc.accounting.risk_calibration import risk_sigma
+    from dpcalc.risk.calibration import risk_sigma
 
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
     with waiting("sigma: calibrating"):
@@ -241,21 +243,14 @@ def _risk_mode(max_tpr, at_fpr, max_advantage, run, precision: float, tolerance,
 
 
 # ------------------------------------------------------------------ command
+@run_options(omit=("sigma",), own={"phase": opt.PHASE_NO_SIGMA})
 def sigma_command(
     epsilon: Optional[str] = EPSILON_TARGET,
     max_tpr: Optional[str] = MAX_TPR,
     at_fpr: Optional[str] = AT_FPR,
     max_advantage: Optional[str] = MAX_ADVANTAGE,
     delta: str = opt.DELTA,
-    q: Optional[str] = opt.Q,
-    batch_size: Optional[str] = opt.BATCH_SIZE,
-    dataset_size: Optional[str] = opt.DATASET_SIZE,
-    steps: Optional[str] = opt.STEPS,
-    epochs: Optional[str] = opt.EPOCHS,
-    phase: Optional[List[str]] = opt.PHASE_NO_SIGMA,
-    sampling: str = opt.SAMPLING,
-    adjacency: str = opt.ADJACENCY,
-    max_batch_size: Optional[str] = opt.MAX_BATCH_SIZE,
+    given: RunFlags = RUN,
     accountant: Optional[List[str]] = opt.ACCOUNTANT,
     precision: str = PRECISION,
     tolerance: str = opt.TOLERANCE,
@@ -286,8 +281,7 @@ def sigma_command(
         if accountant or sensitivity is not None:
             raise DpcalcError("a risk target calibrates DP-SGD with pb: drop --accountant and "
                               "--sensitivity")
-        run = build_schedule(q, batch_size, dataset_size, None, steps, epochs, phase, sampling,
-                             adjacency, with_sigma=False, max_batch_size=max_batch_size)
+        run = given.schedule(with_sigma=False)
         _risk_mode(max_tpr, at_fpr, max_advantage, run, relative_precision, tolerance,
                    output_format)
         return
@@ -297,8 +291,8 @@ def sigma_command(
     target = check_positive(epsilon, "--epsilon", what="target ε")
     target_delta = check_delta(delta)
     gate = parse_max_epsilon(max_epsilon)
-    dpsgd_mode = any(value is not None for value in (q, batch_size, dataset_size, steps, epochs)) \
-        or bool(phase)
+    dpsgd_mode = any(value is not None for value in (given.q, given.batch_size, given.dataset_size,
+                                                     given.steps, given.epochs)) or bool(given.phase)
     if not dpsgd_mode:
         if accountant:
             raise DpcalcError("--accountant applies to DP-SGD calibration: give --q (or "
@@ -315,8 +309,7 @@ def sigma_command(
     if sensitivity is not None:
         raise DpcalcError("--sensitivity applies to the Gaussian mechanism only (without "
                           f"{'/'.join(_DPSGD_FLAGS)}); DP-SGD's σ is relative to the clipping norm")
-    run = build_schedule(q, batch_size, dataset_size, None, steps, epochs, phase, sampling,
-                         adjacency, with_sigma=False, max_batch_size=max_batch_size)
+    run = given.schedule(with_sigma=False)
     names = resolve_names(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")

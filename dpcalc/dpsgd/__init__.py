@@ -16,8 +16,8 @@ say so rather than report a Poisson ε.
 """
 from dpcalc.dpsgd.data import (Dataset, Split, load_dataset, make_synthetic_task,
                                split_and_standardise)
-from dpcalc.dpsgd.models import (LogisticRegression, MultilayerPerceptron, Params,
-                                 SoftmaxModel, build_model)
+from dpcalc.dpsgd.models import (LogisticRegression, MultilayerPerceptron, Params, SoftmaxModel,
+                                 build_model)
 from dpcalc.dpsgd.train import (EpochRecord, StepRecord, TrainingConfig, TrainingHistory,
                                 clip_per_example, epoch_end_steps, noisy_average, planned_steps,
                                 sample_poisson_batch, shuffled_epoch_batches, steps_per_epoch,

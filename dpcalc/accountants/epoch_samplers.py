@@ -1,0 +1,268 @@
+"""Certified bounds for the epoch samplers: shuffle, shuffle-once, balls-in-bins.
+
+Their certificate is not the composition of one pair per step, so each bound says what it
+is. With b = ⌈N/B⌉ steps per epoch (⌈1/q⌉ when only q is given), T steps touch
+E = ⌈T/b⌉ epochs, and in each epoch every record is in exactly one step.
+
+UPPER (all three, no amplification; balls-in-bins under add/remove or zero-out also gets
+Feldman & Shenfeld 2025's bound, allocation.py, and the smaller is reported). Zero-out: given the batch randomness (permutations or
+allocations, the same law for both datasets), a run is an adaptive composition of Gaussian
+mechanisms of which at most E have sensitivity C (the step holding the record) and the rest
+0; so it is (√E/σ)-GDP (Dong, Roth, Su 2022, Cor. 3.3), and mixing over the batch
+randomness keeps the bound (joint convexity of the hockey-stick divergence). Replace-one:
+the same with sensitivity 2C (both records in the same slot). Balls-in-bins add/remove: an
+added record's allocation is independent of the others', so nothing is displaced and Δ = C.
+δ(ε) is the closed form of Balle & Wang 2018, Thm 8 at μ = Δ√E/σ. Shuffling under
+add/remove is refused: inserting a record shifts every later position of the permutation.
+
+LOWER (max_pair.py). An explicit instance and the max-of-outputs test of Chua et al. 2024
+(ICML, §4), composed over epochs by pb's certified lower bound:
+- shuffle, zero-out: others at −C, the record at +C vs ⊥ ⇒ shifts (2, 1) (Chua et al.'s pair);
+  replace-one: the larger of (2, 1) and (2, 0) (the replacement at 0 or at −C);
+- shuffle-once: T//b epochs of one permutation see each slot's sum repeatedly; averaging the
+  epochs is a post-processing, giving one epoch at σ/√(T//b);
+- balls-in-bins (nothing displaced; others at 0): add/remove and zero-out (1, 0), replace-one
+  the larger of (1, −1) and (1, 0).
+A last partial epoch of r steps enters (reshuffled samplers) with weight r·B/N (shuffle) or r/b
+(balls-in-bins): the chance that the record is in one of its steps.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dpcalc.accountants.allocation import AllocationBound
+from dpcalc.pb.buckets import check_consistent, delta_bounds, epsilon_bounds
+from dpcalc.models.gaussian import analytic_gaussian_sigma, gdp_delta_upper, gdp_epsilon
+from dpcalc.models.max_pair import max_statistic_pair
+from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_MODELS, EPOCH_SAMPLINGS,
+                                    POISSON, REPLACE_ONE, SHUFFLE, SHUFFLE_ONCE, model_label)
+from dpcalc.models.schedule import Phase, Schedule
+from dpcalc.models.worst_case import worst_case
+
+# upper/lower above this ratio: the output says plainly that the interval is wide.
+WIDE_RATIO = 1.5
+
+SHUFFLE_ADD_REMOVE = (
+    "not applicable: shuffled batches under add/remove-one adjacency have no certified bound "
+    "here (an inserted record shifts every later position of the permutation, so many batches "
+    "change); use --adjacency zero-out (a record replaced by a null record, as dp_accounting's "
+    "REPLACE_SPECIAL) or --adjacency replace-one")
+
+_UPPER_METHOD = ("certified upper: {epochs}-fold Gaussian without amplification (each record in one "
+                 "step per epoch, sensitivity {sensitivity:g}C; Dong, Roth, Su 2022 Cor. 3.3)")
+_ALLOCATION_METHOD = ("certified upper: random-allocation bounds of Feldman & Shenfeld 2025 "
+                      "(decomposition from Poisson at q = 1/steps, and Rényi DP; per direction the "
+                      "smaller)")
+_ALLOCATION_EPOCHS_METHOD = ("certified upper: random-allocation bounds (Feldman & Shenfeld 2025) "
+                             "composed over {epochs} epochs (Rényi DP, or Kairouz, Oh, Viswanath "
+                             "2015 Thm 3.4; loose for many epochs)")
+_LOWER_METHOD = {
+    SHUFFLE: "certified lower: Chua et al. 2024's max-of-outputs pair, composed over epochs",
+    SHUFFLE_ONCE: "certified lower: Chua et al. 2024's max-of-outputs pair, one permutation "
+                  "(epochs averaged: σ/√epochs)",
+    BALLS_IN_BINS: "certified lower: max-of-outputs pair of balls-in-bins, composed over epochs",
+}
+
+
+def is_epoch_schedule(schedule: Schedule) -> bool:
+    return any(phase.sampling in EPOCH_SAMPLINGS for phase in schedule.phases)
+
+
+def epoch_not_applicable(schedule: Schedule) -> str | None:
+    """Why pb has no bound for this epoch-sampler run (None when it has one)."""
+    if not schedule.is_single_phase:
+        return ("not applicable: pb bounds shuffled and balls-in-bins runs of one phase only "
+                "(give one --sampling for the whole run)")
+    phase = schedule.phases[0]
+    if (phase.sampling, phase.adjacency) in EPOCH_MODELS:
+        return None
+    if phase.adjacency == ADD_REMOVE:
+        return SHUFFLE_ADD_REMOVE
+    return f"not applicable: pb has no bound for {model_label(phase.sampling, phase.adjacency)}"
+
+
+def steps_per_epoch(phase: Phase) -> int:
+    """b = ⌈N/B⌉ in integers, or ⌈1/q⌉ (a relative 1e-9 absorbs float error in q = B/N)."""
+    if phase.batch_size is not None and phase.dataset_size is not None:
+        return max(1, -(-int(phase.dataset_size) // int(phase.batch_size)))
+    return max(1, math.ceil(1.0 / phase.sampling_rate * (1.0 - 1e-9)))
+
+
+def sensitivity(phase: Phase) -> float:
+    """Per-epoch L2 sensitivity in clip norms (module doc)."""
+    return 2.0 if phase.adjacency == REPLACE_ONE else 1.0
+
+
+def upper_mu(phase: Phase) -> tuple[float, int]:
+    """(μ of the no-amplification GDP bound, epochs touched E = ⌈T/b⌉)."""
+    epochs = -(-phase.steps // steps_per_epoch(phase))
+    return sensitivity(phase) * math.sqrt(epochs) / phase.noise_multiplier, epochs
+
+
+def _shift_pairs(phase: Phase) -> list[tuple[float, float]]:
+    """(shift under D, shift under D′) of the explicit instances (module doc)."""
+    if phase.sampling == BALLS_IN_BINS:
+        return [(1.0, -1.0), (1.0, 0.0)] if phase.adjacency == REPLACE_ONE else [(1.0, 0.0)]
+    return [(2.0, 1.0), (2.0, 0.0)] if phase.adjacency == REPLACE_ONE else [(2.0, 1.0)]
+
+
+def _lower_phases(phase: Phase, shifts: tuple[float, float]):
+    """The (pair, epochs) list whose composition's lower bound bounds the run from below."""
+    per_epoch = steps_per_epoch(phase)
+    full, rest = divmod(phase.steps, per_epoch)
+    sigma = phase.noise_multiplier
+    if phase.sampling == SHUFFLE_ONCE and full >= 1:
+        return [(max_statistic_pair(sigma / math.sqrt(full), per_epoch, *shifts), 1)]
+    phases = [(max_statistic_pair(sigma, per_epoch, *shifts), full)] if full else []
+    if rest and (phase.sampling != SHUFFLE_ONCE or not full):
+        # the chance the record's step is among the first `rest`: rest/b for balls-in-bins; for
+        # a permutation rest·B/N (those batches are full)
+        weight = (rest / per_epoch if phase.sampling == BALLS_IN_BINS
+                  else min(1.0, rest * phase.sampling_rate))
+        phases.append((max_statistic_pair(sigma, rest, *shifts, weight=weight), 1))
+    return phases
+
+
+def lower_epsilon(phase: Phase, delta: float, tolerance: float) -> float:
+    """The largest certified lower bound over the explicit instances."""
+    best = 0.0
+    for shifts in _shift_pairs(phase):
+        # a coarse first grid (buckets.epsilon_hint): the lower bound moves in the 4th digit
+        bounds = epsilon_bounds(_lower_phases(phase, shifts), delta, tolerance, coarse_start=True)
+        best = max(best, bounds.lower)
+    return best
+
+
+def poisson_reference(phase: Phase, delta: float, tolerance: float) -> float:
+    """pb's certified ε for Poisson sampling at q = B/N, T steps (a reference that does NOT
+    apply to the epoch sampler)."""
+    poisson = Phase(phase.sampling_rate, phase.noise_multiplier, phase.steps, POISSON,
+                    phase.adjacency)
+    return epsilon_bounds([(worst_case(poisson).pair, phase.steps)], delta, tolerance).upper
+
+
+@dataclass(frozen=True)
+class EpochBounds:
+    """Certified [lower, upper] for one epoch-sampler phase, with what each one is."""
+
+    upper: float
+    lower: float
+    upper_source: str  # "gaussian-no-amplification" or "random-allocation"
+    upper_method: str
+    lower_method: str
+    poisson_epsilon: float
+    epochs: int
+    steps_per_epoch: int
+
+    @property
+    def wide(self) -> bool:
+        return self.lower <= 0.0 or self.upper > WIDE_RATIO * self.lower
+
+    def notes(self, sampling: str) -> tuple[str, ...]:
+        poisson = (f"Poisson figure {self.poisson_epsilon:.5g} (q = B/N, same steps) does NOT "
+                   f"apply to {sampling} batches: shown for comparison only")
+        notes = [self.upper_method, self.lower_method, poisson]
+        if self.wide:
+            ratio = "∞" if self.lower <= 0 else f"{self.upper / self.lower:.3g}"
+            notes.append(f"the certified interval is wide (upper/lower = {ratio}): the true ε lies "
+                         f"between the two, and only the upper bound may be reported as ε")
+        return tuple(notes)
+
+
+def _allocation(phase: Phase, smallest_delta: float) -> AllocationBound | None:
+    """Feldman & Shenfeld's bound (allocation.py) where it applies: balls-in-bins, add/remove
+    or zero-out, at least two steps per epoch."""
+    if phase.sampling != BALLS_IN_BINS or phase.adjacency == REPLACE_ONE:
+        return None
+    return AllocationBound(steps_per_epoch(phase), phase.noise_multiplier, upper_mu(phase)[1],
+                           smallest_delta)
+
+
+def upper_is_closed_form(phase: Phase) -> bool:
+    """True where the certified upper bound is the no-amplification GDP closed form alone
+    (shuffle, shuffle-once, balls-in-bins under replace-one): σ then follows in closed form."""
+    return _allocation(phase, 1e-12) is None
+
+
+def epoch_upper(phase: Phase, delta: float) -> tuple[float, str, str]:
+    """(certified upper ε at ``delta``, its source, its method): the smaller of the certified
+    upper bounds that apply — the value `dpcalc epsilon` reports."""
+    mu, epochs = upper_mu(phase)
+    upper = gdp_epsilon(delta, mu)
+    method = _UPPER_METHOD.format(epochs=epochs, sensitivity=sensitivity(phase))
+    source = "gaussian-no-amplification"
+    allocation = _allocation(phase, delta)
+    if allocation is not None:
+        decomposed = allocation.epsilon(delta)
+        if decomposed < upper:
+            upper, source = decomposed, "random-allocation"
+            method = (_ALLOCATION_METHOD if epochs == 1 else
+                      _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
+    return upper, source, method
+
+
+def epoch_bounds(phase: Phase, delta: float, tolerance: float = 0.01) -> EpochBounds:
+    """Certified upper and lower ε at ``delta`` for one epoch-sampler phase: the smaller of
+    the certified upper bounds that apply."""
+    _, epochs = upper_mu(phase)
+    upper, source, method = epoch_upper(phase, delta)
+    lower = lower_epsilon(phase, delta, tolerance)
+    check_consistent(upper, lower, f"ε ({phase.sampling})")
+    return EpochBounds(upper, lower, source, method, _LOWER_METHOD[phase.sampling],
+                       poisson_reference(phase, delta, tolerance), epochs, steps_per_epoch(phase))
+
+
+def epoch_delta_upper(phase: Phase, epsilon: float) -> float:
+    """The certified upper δ(ε): the GDP closed form, or Feldman & Shenfeld's where smaller."""
+    gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
+    allocation = _allocation(phase, 1e-12)
+    return gaussian if allocation is None else min(gaussian, allocation.delta(epsilon))
+
+
+@dataclass(frozen=True)
+class EpochDeltaBounds:
+    """Certified [lower, upper] δ at one ε for an epoch-sampler phase, labelled as
+    :class:`EpochBounds` labels ε."""
+
+    upper: float
+    lower: float
+    upper_source: str
+    poisson_delta: float
+    notes: tuple[str, ...]
+
+
+def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
+    """δ(ε): the certified upper bound (epoch_delta_upper) and the explicit instances'
+    certified lower bound (the largest over them), with the Poisson δ beside them as a
+    reference that does NOT apply."""
+    _, epochs = upper_mu(phase)
+    gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
+    upper = epoch_delta_upper(phase, epsilon)
+    if upper < gaussian:
+        source, method = "random-allocation", (
+            _ALLOCATION_METHOD if epochs == 1 else _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
+    else:
+        source = "gaussian-no-amplification"
+        method = _UPPER_METHOD.format(epochs=epochs, sensitivity=sensitivity(phase))
+    lower = max(delta_bounds(_lower_phases(phase, shifts), epsilon).lower
+                for shifts in _shift_pairs(phase))
+    check_consistent(upper, lower, f"δ ({phase.sampling})")
+    poisson = Phase(phase.sampling_rate, phase.noise_multiplier, phase.steps, POISSON,
+                    phase.adjacency)
+    poisson_delta = delta_bounds([(worst_case(poisson).pair, phase.steps)], epsilon).upper
+    notes = [method, _LOWER_METHOD[phase.sampling],
+             f"Poisson figure δ = {poisson_delta:.5g} (q = B/N, same steps) does NOT apply to "
+             f"{phase.sampling} batches: shown for comparison only"]
+    if lower <= 0.0 or upper > WIDE_RATIO * lower:
+        ratio = "∞" if lower <= 0 else f"{upper / lower:.3g}"
+        notes.append(f"the certified interval is wide (upper/lower = {ratio}): the true δ lies "
+                     f"between the two, and only the upper bound may be reported as δ")
+    return EpochDeltaBounds(upper, lower, source, poisson_delta, tuple(notes))
+
+
+def epoch_sigma(phase: Phase, target_epsilon: float, delta: float) -> float:
+    """The σ at which the certified upper bound is ``target_epsilon``: μ = Δ√E/σ must be the
+    μ* of the Gaussian mechanism with (ε, δ), μ* = 1/σ_G (Balle & Wang 2018)."""
+    mu_at_unit_noise, _ = upper_mu(phase.with_noise_multiplier(1.0))
+    return mu_at_unit_noise * analytic_gaussian_sigma(target_epsilon, delta)

@@ -1,0 +1,61 @@
+"""Accountant names used everywhere (CLI flags, JSON) mapped to their classes.
+
+Classes are imported on first use, so adding an accountant costs start-up nothing.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+from dpcalc.accountants.base import Accountant
+from dpcalc.errors import DpcalcError
+
+# name -> "module:Class"; order is the display order of `--accountant all`.
+_ACCOUNTANTS: dict[str, str] = {
+    "pb": "dpcalc.accountants.pb:PrivacyBucketsAccountant",
+    "rdp": "dpcalc.accountants.rdp_accountants:RdpAccountant",
+    "moments": "dpcalc.accountants.rdp_accountants:MomentsAccountant",
+    "abadi": "dpcalc.accountants.rdp_accountants:AbadiBoundAccountant",
+    "gdp": "dpcalc.accountants.gdp:GdpAccountant",
+    "strong": "dpcalc.accountants.composition:StrongCompositionAccountant",
+    "naive": "dpcalc.accountants.composition:NaiveCompositionAccountant",
+}
+
+DEFAULT_ACCOUNTANT = "pb"
+
+
+def accountant_names() -> list[str]:
+    """Registered names, in display order."""
+    return list(_ACCOUNTANTS)
+
+
+def get_accountant(name: str, **options) -> Accountant:
+    """A fresh accountant for ``name``; ``options`` go to its constructor."""
+    try:
+        target = _ACCOUNTANTS[name]
+    except KeyError:
+        valid = ", ".join([*_ACCOUNTANTS, "all"])
+        raise DpcalcError(f"--accountant must be one of {valid}; got {name!r}") from None
+    module_name, class_name = target.split(":")
+    return getattr(import_module(module_name), class_name)(**options)
+
+
+def resolve_names(requested: list[str] | None) -> list[str]:
+    """Expand ``all``; default to the default accountant; reject unknown names."""
+    if not requested:
+        return [DEFAULT_ACCOUNTANT]
+    names: list[str] = []
+    for item in requested:
+        for name in (part.strip() for part in item.split(",")):
+            if not name:
+                continue
+            chosen = accountant_names() if name == "all" else [name]
+            for chosen_name in chosen:
+                if chosen_name not in _ACCOUNTANTS:
+                    get_accountant(chosen_name)  # raises the clear error
+                if chosen_name not in names:
+                    names.append(chosen_name)
+    if not names:
+        valid = ", ".join([*_ACCOUNTANTS, "all"])
+        shown = ", ".join(repr(item)[:40] for item in requested)
+        raise DpcalcError(f"--accountant must name one of {valid}; got {shown}")
+    return names

@@ -1,0 +1,138 @@
+"""σ for a DP-SGD run: the smallest noise multiplier whose ε from a named accountant meets a
+target (:func:`dpsgd_sigma`), seeded with the GDP/CLT guess (:func:`gdp_sigma_guess`) and,
+for pb, the RDP σ; epoch samplers go to epochs.py. The search itself is search.py."""
+from __future__ import annotations
+
+import math
+
+from dpcalc.calibration.certify import SigmaResult, certain_side, certify_sigma
+from dpcalc.calibration.search import (DEFAULT_MAX_SIGMA, DEFAULT_PRECISION, _check_precision,
+                                       _check_target, calibrate_noise_multiplier)
+from dpcalc.errors import DpcalcError
+
+# ------------------------------------------------------------------ DP-SGD calibration
+# pb searches at a loose gap tolerance: its upper bound is certified at any tolerance, and
+# 10% still lets the tilted and split passes run where the first grid is far off (small q,
+# tiny δ: there a first-grid-only search gave up to 40% more noise than needed). The final σ
+# is then re-checked at the caller's settings.
+_PB_SEARCH_TOLERANCE = 0.1
+# While bracketing, pb's first grid alone (a wide but certified interval) tells on which side
+# of the target a far guess lies; far from the target (small σ, tiny δ) its tilted and split
+# passes cost up to 4× the first grid and are not needed to classify the guess.
+_PB_BRACKET_TOLERANCE = 0.99
+_SAFE_SIDE_PRECISION = 1e-2  # the RDP σ that seeds pb's bracket needs no more
+
+
+def gdp_sigma_guess(target_epsilon: float, delta: float, schedule) -> float:
+    """σ at which the GDP/CLT approximation (accounting-methods.md §4) gives ``target_epsilon``.
+
+    μ* solves δ_μ(ε*) = δ: the Gaussian mechanism with sensitivity 1 and noise σ_G is
+    (1/σ_G)-GDP, so μ* = 1/analytic_gaussian_sigma(ε*, δ). Then invert
+    μ² = Σ_phases q² T (e^{Δ²/σ²} − 1) (Bu et al. 2020 §3; Δ the step's sensitivity):
+    σ = Δ/√(ln(1 + μ²/Σ q² T)). Not a bound: a starting guess, usually on the low side.
+    """
+    from dpcalc.models.gaussian import analytic_gaussian_sigma
+    from dpcalc.models.worst_case import worst_case
+
+    mu = 1.0 / analytic_gaussian_sigma(target_epsilon, delta)
+    cases = [(worst_case(phase), phase.steps) for phase in schedule.phases]
+    weight = sum(case.sampling_rate**2 * steps for case, steps in cases)
+    sensitivity = max(case.sensitivity for case, _ in cases)
+    growth = math.log1p(mu * mu / weight)
+    return math.inf if growth <= 0.0 else sensitivity / math.sqrt(growth)
+
+
+def dpsgd_sigma(
+    accountant_name: str,
+    target_epsilon: float,
+    delta: float,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
+    *,
+    schedule=None,
+    precision: float = DEFAULT_PRECISION,
+    max_sigma: float = DEFAULT_MAX_SIGMA,
+    **options,
+) -> SigmaResult:
+    """The smallest noise multiplier for a DP-SGD run whose ε from ``accountant_name`` at
+    ``delta`` is ≤ ``target_epsilon`` (safe side, relative ``precision``).
+
+    The run is ``schedule`` (every phase gets the calibrated σ; its own σ is ignored), or
+    one Poisson phase of ``steps`` steps at ``sampling_rate``. ``options`` go to the
+    accountant (e.g. ``tolerance`` for pb). For pb the bracket is seeded with the GDP/CLT
+    σ (low side) and the RDP σ (safe side); pb searches on its first grid and the final σ
+    is re-checked at the requested settings.
+    """
+    from dpcalc.accountants.evaluate import make_accountant
+    from dpcalc.models.schedule import Schedule
+    from dpcalc.params import check_delta
+
+    target = _check_target(target_epsilon)
+    precision = _check_precision(precision)
+    delta = check_delta(delta)
+    if schedule is None:
+        if sampling_rate is None or steps is None:
+            raise DpcalcError("give a schedule, or both sampling_rate and steps")
+        schedule = Schedule.single(sampling_rate, 1.0, steps)
+    elif sampling_rate is not None or steps is not None:
+        raise DpcalcError("give either a schedule or sampling_rate and steps, not both")
+    if not isinstance(schedule, Schedule):
+        raise DpcalcError(f"schedule must be a dpcalc Schedule; got {type(schedule).__name__}")
+    unknown = sorted(set(options) - {"tolerance"})
+    if unknown:
+        raise DpcalcError(f"dpsgd_sigma got an unknown option {unknown[0]!r} (valid: tolerance)")
+    final_accountant = make_accountant(accountant_name, **options)
+    reason = final_accountant.not_applicable(schedule)
+    if reason is not None:
+        raise DpcalcError(f"{accountant_name} cannot calibrate σ for this run: {reason}")
+    from dpcalc.accountants.epoch_samplers import is_epoch_schedule
+
+    if is_epoch_schedule(schedule):  # against pb's certified upper bound for the sampler
+        from dpcalc.calibration.epochs import epoch_sigma_result
+
+        return epoch_sigma_result(final_accountant, accountant_name, schedule, target, delta,
+                                  precision, max_sigma)
+    search_accountant = final_accountant
+    high_guess = side_of_target = None
+    if accountant_name == "pb":
+        from dpcalc.pb.buckets import DEFAULT_TOLERANCE
+
+        # each search point starts on the grid the final tolerance allows (not the finest
+        # one, at small T): upper bounds as tight as the final accountant's first grid gives
+        search_options = {**options, "tolerance": _PB_SEARCH_TOLERANCE,
+                          "start_tolerance": options.get("tolerance") or DEFAULT_TOLERANCE}
+        search_accountant = make_accountant(accountant_name, **search_options)
+        side_of_target = certain_side(make_accountant(
+            accountant_name, **{**options, "tolerance": _PB_BRACKET_TOLERANCE}), schedule,
+            delta, target)
+        try:
+            high_guess = dpsgd_sigma("rdp", target, delta, schedule=schedule,
+                                     precision=_SAFE_SIDE_PRECISION, max_sigma=max_sigma).sigma
+        except (DpcalcError, ArithmeticError):
+            high_guess = None
+    results = {}
+
+    def epsilon_at(sigma: float) -> float | None:
+        result = search_accountant.epsilon(schedule.with_noise_multiplier(sigma), delta)
+        if result.epsilon is None:
+            reason = result.notes[0] if result.notes else "not applicable"
+            raise DpcalcError(f"{accountant_name} cannot calibrate σ for --epsilon {target:g}: "
+                              f"at σ = {sigma:.4g}, {reason}")
+        results[sigma] = result
+        return result.epsilon
+
+    try:
+        low_guess = gdp_sigma_guess(target, delta, schedule)
+    except (DpcalcError, ArithmeticError):
+        low_guess = None
+    found = calibrate_noise_multiplier(epsilon_at, target, low_guess=low_guess, high_guess=high_guess,
+                                       precision=precision, max_sigma=max_sigma,
+                                       side_of_target=side_of_target)
+    sigma, evaluations = found.sigma, found.evaluations
+    if search_accountant is final_accountant:
+        final = results[sigma]
+    else:
+        final, sigma, extra = certify_sigma(final_accountant, sigma, target, delta, schedule, precision)
+        evaluations += extra
+    return SigmaResult(accountant_name, sigma, final.epsilon, final.certified, evaluations, final,
+                       found.at_floor)

@@ -1,0 +1,303 @@
+"""`dpcalc compare`: every accountant on one DP-SGD configuration, or over a sweep.
+
+One configuration gives one table sorted by ε with the ratio to the tightest
+certified value; a list or range for --steps, --epochs, --sigma or --q gives ε over
+the sweep per accountant (table, JSON, CSV, plain, and --plot FILE).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from enum import Enum
+from typing import List, Optional
+
+import typer
+
+from dpcalc.accountants.evaluate import epsilon_curves, epsilon_results
+from dpcalc.accountants.registry import accountant_names, get_accountant, resolve_names
+from dpcalc.accountants.result import EpsilonResult
+from dpcalc.models.samplers import TRUNCATED_POISSON, parse_adjacency
+from dpcalc.models.schedule import Phase, Schedule
+from dpcalc.cli import options as opt
+from dpcalc.cli.run_options import RUN, RunFlags, run_options
+from dpcalc.cli.output.budget import check_budget, enforce, output_may_close, parse_max_epsilon
+from dpcalc.cli.compare.output import (XScale, plot_sweep, print_wide_table, sweep_table, write_csv)
+from dpcalc.cli.compare.sweep import (MAX_SWEEP_POINTS, Point, Sweep, build_sweep, epochs_notes,
+                                      parse_samplings, parse_sweep)
+from dpcalc.cli.parallel import points_map
+from dpcalc.cli.progress import counted_progress
+from dpcalc.cli.output.records import INPUT_LABELS, epsilon_record, result_notes
+from dpcalc.cli.output.render import Column, OutputFormat, Report, emit, plain_upper, show_lower, show_upper
+from dpcalc.cli.schedule_options import model_footnote, model_inputs
+from dpcalc.errors import DpcalcError
+from dpcalc.params import check_count, check_delta, check_positive
+
+_SWEEP_HELP = " A list or range sweeps it (see above)."
+
+
+class CompareFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    plain = "plain"
+
+
+Q_SWEEP = typer.Option(None, *opt.Q_NAMES, metavar="FLOAT|SWEEP",
+                       help="Poisson sampling rate q in (0, 1]. Or give --batch-size and "
+                            "--dataset-size." + _SWEEP_HELP)
+SIGMA_SWEEP = typer.Option(None, *opt.SIGMA_NAMES, metavar="FLOAT|SWEEP",
+                           help="Noise multiplier σ > 0." + _SWEEP_HELP)
+STEPS_SWEEP = typer.Option(None, "--steps", metavar="INT|SWEEP",
+                           help="DP-SGD steps T ≥ 1." + _SWEEP_HELP)
+EPOCHS_SWEEP = typer.Option(None, "--epochs", metavar="FLOAT|SWEEP",
+                            help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
+                                 "ceil(epochs/q)." + _SWEEP_HELP)
+ACCOUNTANTS = typer.Option(None, "--accountant", "-a", metavar="NAME",
+                           help=f"Any of {', '.join(accountant_names())} (repeatable or "
+                                "comma-separated). Default: all.")
+PLOT = typer.Option(None, "--plot", metavar="FILE",
+                    help="With a sweep: write ε over the sweep per accountant to FILE (.png or "
+                         ".svg; needs matplotlib: pip install 'dpcalc-privacy\\[plot]').")
+X_SCALE = typer.Option(None, "--x-scale", case_sensitive=False,
+                       help="With --plot: the x axis, linear or log. Default: log for a log-spaced "
+                            "range (start:stop:logN), else linear.")
+FORMAT = typer.Option(CompareFormat.table, "--format", "-f", case_sensitive=False,
+                      help="Output: table, json, csv or plain (bare numbers).")
+
+SAMPLINGS = typer.Option("poisson", "--sampling", metavar="NAME[,NAME…]",
+                         help="Sampler(s): poisson, fixed, shuffle, shuffle-once or balls-in-bins, "
+                              "or a list 'poisson,shuffle,balls-in-bins' to see what the batch "
+                              "sampler costs in ε side by side.")
+# One short phrase per accountant for the notes column (the full notes go under the table).
+_METHODS = {
+    "pb": "tight numeric PLD",
+    "rdp": "Rényi DP (improved)",
+    "moments": "Abadi et al. moments",
+    "abadi": "Abadi et al. Lemma 3",
+    "gdp": "CLT / Gaussian DP",
+    "strong": "Kairouz et al. 2015",
+    "naive": "basic composition",
+}
+# pb on the epoch samplers: what its certified upper bound is (the lower is explicit).
+_EPOCH_METHODS = {"gaussian-no-amplification": "no-amplification upper, explicit lower",
+                  "random-allocation": "random-allocation upper, explicit lower"}
+# Abadi et al. 2016 §5: q = 0.01, σ = 4, T = 10 000, δ = 1e-5.
+_ABADI_EXAMPLE = (0.01, 4.0, 10_000, 1e-5)
+_ABADI_FOOTNOTE = ("This is Abadi et al. 2016 §5's example: they reported ε ≈ 1.26 (moments "
+                   "accountant) against 9.34 ('strong composition', not a bound: see strong's note).")
+
+
+# ------------------------------------------------------------------ evaluation
+def _sort_key(result: EpsilonResult):
+    value = result.epsilon
+    return (value is None, math.inf if value is None else value)
+
+
+def _tightest(results: list[EpsilonResult]) -> float | None:
+    certified = [r.epsilon for r in results
+                 if r.certified and r.epsilon is not None and math.isfinite(r.epsilon)]
+    return min(certified) if certified else None
+
+
+def _ratio(value: float | None, tightest: float | None) -> float | None:
+    if value is None or tightest is None:
+        return None
+    if tightest == 0.0:
+        return 1.0 if value == 0.0 else math.inf
+    return value / tightest
+
+
+def _records(point: Point | None, results: list[EpsilonResult], context: dict) -> list[dict]:
+    """Flat records (one per accountant, sorted by ε) with the configuration and the ratio
+    to the tightest certified ε of the same configuration."""
+    tightest = _tightest(results)
+    where = {} if point is None else {"q": point.q, "sigma": point.sigma, "steps": point.steps,
+                                      "epochs": point.epochs, "sampling": point.sampling}
+    records = []
+    for result in sorted(results, key=_sort_key):
+        record = epsilon_record(result)
+        method = _METHODS.get(result.accountant) or get_accountant(result.accountant).summary
+        method = _EPOCH_METHODS.get(result.details.get("upper_source"), method)
+        record.update({**context, **where, "ratio_to_tightest": _ratio(result.epsilon, tightest),
+                       "method": method})
+        records.append(record)
+    return records
+
+
+def _is_abadi_example(point: Point, delta: float, adjacency: str) -> bool:
+    q, sigma, steps, target_delta = _ABADI_EXAMPLE
+    return (math.isclose(point.q, q) and math.isclose(point.sigma, sigma) and point.steps == steps
+            and math.isclose(delta, target_delta) and point.sampling == "poisson"
+            and adjacency == "add-remove")
+
+
+# ------------------------------------------------------------------ reports
+def _show_ratio(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def _kind(value: bool) -> str:
+    return "certified" if value else "approx."
+
+
+def _single_report(records: list[dict], results: list[EpsilonResult], inputs: dict,
+                   footnotes: list[str], several_samplers: bool = False) -> Report:
+    columns = [Column("accountant", "accountant", justify="left")]
+    if several_samplers:
+        columns.append(Column("sampling", "sampling", justify="left"))
+    columns += [
+        Column("ε", "epsilon", show_upper),
+        Column("lower", "epsilon_lower", show_lower),
+        Column("ratio", "ratio_to_tightest", _show_ratio),
+        Column("kind", "certified", _kind, justify="left"),
+        Column("notes", "method", justify="left"),
+    ]
+    lines = ["Sorted by ε. ratio: ε / the tightest certified ε (of the same sampler). Certified "
+             "values are upper "
+             "bounds (rounded up), pb's lower bound is certified too (rounded down); approx. "
+             "(approximation) values are not bounds."]
+    lines.append(model_footnote(inputs) if not several_samplers else
+                 f"Models: each row holds for its sampler, with {inputs['adjacency']} adjacency.")
+    return Report(command="compare", title="Accountants compared", inputs=inputs, results=records,
+                  columns=columns, plain_columns=[Column("ε", "epsilon", plain_upper)],
+                  footnotes=lines + footnotes + result_notes(sorted(results, key=_sort_key)),
+                  input_labels=INPUT_LABELS)
+
+
+# ------------------------------------------------------------------ command
+def _point_schedule(point, relation: str, dataset_size, max_batch_size) -> Schedule:
+    """One configuration of the sweep as a run (truncated Poisson also needs N and M)."""
+    if point.sampling == TRUNCATED_POISSON:
+        return Schedule((Phase(point.q, point.sigma, point.steps, point.sampling, relation, None,
+                               dataset_size, max_batch_size),))
+    return Schedule.single(point.q, point.sigma, point.steps, point.sampling, relation)
+
+
+def _phase_run(given: RunFlags, adjacency: str) -> tuple[Sweep, Schedule, list[str]]:
+    """--phase: one multi-phase configuration (no sweep), one sampler per phase."""
+    samplings = parse_samplings(given.sampling)
+    if len(samplings) > 1:
+        raise DpcalcError("with --phase give one --sampling (or sampling=… per phase)")
+    run = replace(given, sampling=samplings[0], adjacency=adjacency).schedule()
+    return Sweep([], None, run.inputs, samplings), run.schedule, run.notes
+
+
+@run_options(own={"q": Q_SWEEP, "sigma": SIGMA_SWEEP, "steps": STEPS_SWEEP,
+                  "epochs": EPOCHS_SWEEP, "sampling": SAMPLINGS})
+def compare_command(
+    given: RunFlags = RUN,
+    delta: str = opt.DELTA,
+    accountant: Optional[List[str]] = ACCOUNTANTS,
+    tolerance: str = opt.TOLERANCE,
+    plot: Optional[str] = PLOT,
+    x_scale: Optional[XScale] = X_SCALE,
+    max_epsilon: Optional[str] = opt.MAX_EPSILON,
+    output_format: CompareFormat = FORMAT,
+) -> None:
+    """Every accountant side by side on one DP-SGD configuration, or over a sweep.
+
+    One configuration: a table sorted by ε with each value's ratio to the tightest
+    certified ε; certified bounds and approximations are marked.
+
+    Sweep: give ONE of --steps, --epochs, --sigma or --q as a list (1000,2000,5000) or a
+    range START:STOP:N (N evenly spaced points) or START:STOP:logN (N log-spaced points),
+    both ends included: 1000:100000:log10 is 10 points from 1e3 to 1e5 (at most 1000).
+    The result is ε over the sweep per accountant; --plot FILE draws it. A list of
+    samplers (--sampling poisson,fixed) shows each accountant once per sampler. A table
+    wider than the terminal is split into several that repeat the first column.
+
+    Example: dpcalc compare --q 0.01 --sigma 4 --steps 10000
+
+    Example: dpcalc compare --q 0.01 --sigma 4 --steps 1000:100000:log10 --plot eps.png
+    """
+    target_delta = check_delta(delta)
+    relation = parse_adjacency(given.adjacency)
+    phase_notes: list[str] = []
+    if given.phase:
+        sweep, phase_schedule, phase_notes = _phase_run(given, relation)
+    else:
+        sweep = build_sweep(given.q, given.batch_size, given.dataset_size, given.sigma,
+                            given.steps, given.epochs, given.sampling)
+        phase_schedule = None
+        cap = (None if given.max_batch_size is None
+               else check_count(given.max_batch_size, "--max-batch-size"))
+        if cap is not None and TRUNCATED_POISSON not in sweep.samplings:
+            raise DpcalcError(f"--max-batch-size is for --sampling truncated-poisson only; got it "
+                              f"with --sampling {','.join(sweep.samplings)}")
+        if TRUNCATED_POISSON in sweep.samplings:
+            sweep.inputs["max_batch_size"] = cap
+    pb_tolerance = check_positive(tolerance, "--tolerance")
+    gate = parse_max_epsilon(max_epsilon)
+    names = accountant_names() if not accountant else resolve_names(accountant)
+    if plot is not None:
+        from dpcalc.cli.output.plots import check_plot_path
+
+        check_plot_path(plot)
+        if sweep.swept is None:
+            raise DpcalcError("--plot needs a sweep: give --steps, --epochs, --sigma or --q as a "
+                              "list 'a,b,c' or a range 'start:stop:logN'")
+    opt.warn_large_delta(target_delta, sweep.inputs.get("dataset_size"))
+    context = {"adjacency": relation, "delta": target_delta,
+               "batch_size": sweep.inputs.get("batch_size"),
+               "dataset_size": sweep.inputs.get("dataset_size")}
+    per_point, all_results = [], []
+    if phase_schedule is not None:
+        all_results.append(epsilon_results(names, phase_schedule, target_delta,
+                                           tolerance=pb_tolerance))
+        phases = phase_schedule.phases  # every row names the whole run (CSV, JSON)
+        per_point.append(_records(None, all_results[0], {
+            **context, "q": [p.sampling_rate for p in phases],
+            "sigma": [p.noise_multiplier for p in phases], "steps": phase_schedule.total_steps,
+            "sampling": sweep.inputs["sampling"]}))
+    dataset = sweep.inputs.get("dataset_size")
+    schedules = [_point_schedule(point, relation, dataset, sweep.inputs.get("max_batch_size"))
+                 for point in sweep.points]
+    # a sweep over steps/epochs is one composition read at every step count
+    with counted_progress("compare", len(names) * len(schedules)) as advance, \
+            points_map() as map_points:
+        swept = epsilon_curves(names, schedules, target_delta, on_done=advance,
+                               map_points=map_points, tolerance=pb_tolerance)
+    for point, results in zip(sweep.points, swept):
+        all_results.append(results)
+        per_point.append(_records(point, results, context))
+    several = len(sweep.samplings) > 1
+    inputs = {**sweep.inputs, "adjacency": relation, "delta": target_delta, "accountants": names,
+              "sweep": sweep.swept}
+    if phase_schedule is None and not several:
+        inputs.update(model_inputs(schedules[0]))
+    elif several:
+        inputs["model"] = "; ".join(f"{name}: see rows" for name in sweep.samplings)
+    flat = [record for records in per_point for record in records]
+    budget = check_budget(gate, names[0], [record["epsilon"] for record in flat
+                                           if record["accountant"] == names[0]])
+    if plot is not None:  # draw first: a failing plot leaves stdout empty (exit 2)
+        plot_sweep(plot, sweep, per_point, target_delta, x_scale)
+    steps_notes = epochs_notes(sweep) if phase_schedule is None else phase_notes
+    if output_format == CompareFormat.csv:
+        with output_may_close():
+            write_csv(flat)
+        enforce(budget)
+    elif sweep.swept is None or output_format != CompareFormat.table:
+        footnotes = list(steps_notes)
+        if (sweep.swept is None and sweep.points
+                and _is_abadi_example(sweep.points[0], target_delta, relation)):
+            footnotes.append(_ABADI_FOOTNOTE)
+        flat_results = [result for results in all_results for result in results]
+        report = _single_report(flat, flat_results, inputs, footnotes, several)
+        report.budget = budget
+        emit(report, OutputFormat(output_format.value))
+    else:
+        model_line = ([model_footnote(inputs)] if not several else
+                      [f"Each column holds for its sampler, with {relation} adjacency."])
+        report = sweep_table(sweep, per_point, inputs, target_delta, model_line + steps_notes)
+        report.budget = budget
+        with output_may_close():
+            print_wide_table(report)
+        enforce(budget)
+
+
+__all__ = ["compare_command", "parse_sweep", "build_sweep", "CompareFormat", "MAX_SWEEP_POINTS"]

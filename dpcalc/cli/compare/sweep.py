@@ -1,0 +1,172 @@
+"""Sweep syntax of `dpcalc compare`: a value, a list 'a,b,c' or a range 'start:stop:N' /
+'start:stop:logN', for one of --q, --sigma, --steps/--epochs; and lists of samplers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from dpcalc.models.samplers import parse_sampling
+from dpcalc.errors import DpcalcError
+from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_sampling_rate,
+                           epoch_steps, resolve_sampling_rate, resolve_steps)
+
+MAX_SWEEP_POINTS = 1000
+_SWEEP_SYNTAX = (
+    "a value, a list 'a,b,c', or a range 'start:stop:N' (N evenly spaced points, ends included) "
+    "or 'start:stop:logN' (N log-spaced points, ends included)"
+)
+
+
+def _dedupe(values: list) -> list:
+    seen, kept = set(), []
+    for value in values:
+        if value not in seen:
+            seen.add(value)
+            kept.append(value)
+    return kept
+
+
+def _range_values(text: str, flag: str, check: Callable, integer: bool) -> list:
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise DpcalcError(f"{flag} takes {_SWEEP_SYNTAX}; got {text!r}")
+    start, stop = check(parts[0].strip(), flag), check(parts[1].strip(), flag)
+    spec = parts[2].strip().lower()
+    log_spaced = spec.startswith("log")
+    count = check_count(spec[3:] if log_spaced else spec, f"{flag} (number of points in the range)",
+                        minimum=2, maximum=MAX_SWEEP_POINTS)
+    import numpy as np  # only when a range is given: numpy costs start-up time
+
+    points = np.geomspace(start, stop, count) if log_spaced else np.linspace(start, stop, count)
+    points[0], points[-1] = start, stop  # exact ends
+    if integer:
+        return [check(int(round(value)), flag) for value in points]
+    return [check(float(value), flag) for value in points]
+
+
+def parse_sweep(text: str, flag: str, check: Callable, integer: bool = False) -> list:
+    """A value, a list 'a,b,c' or a range 'start:stop:N' / 'start:stop:logN' → values
+    (each validated by ``check(value, flag)``; integers rounded; duplicates dropped)."""
+    text = str(text).strip()
+    if ":" in text:
+        values = _range_values(text, flag, check, integer)
+    else:
+        items = [item.strip() for item in text.split(",")]
+        if not all(items):
+            raise DpcalcError(f"{flag} takes {_SWEEP_SYNTAX}; got {text!r}")
+        values = [check(item, flag) for item in items]
+    values = _dedupe(values)
+    if len(values) > MAX_SWEEP_POINTS:
+        raise DpcalcError(f"{flag} sweeps at most {MAX_SWEEP_POINTS} points; got {len(values)}")
+    return values
+
+
+def _steps_check(value, flag):
+    return check_count(value, flag, maximum=10**9)
+
+
+def _positive_check(value, flag):
+    return check_positive(value, flag)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of the sweep."""
+
+    q: float
+    sigma: float
+    steps: int
+    epochs: float | None
+    sampling: str = "poisson"
+
+
+@dataclass
+class Sweep:
+    points: list[Point]
+    swept: str | None  # "steps", "epochs", "sigma", "q" or None (one configuration)
+    inputs: dict
+    samplings: tuple[str, ...] = ("poisson",)
+    log_spaced: bool = False  # the swept values came from a 'start:stop:logN' range
+
+    def x_values(self) -> list[float]:
+        return [getattr(point, self.swept) for point in self.points] if self.swept else []
+
+
+def parse_samplings(text) -> tuple[str, ...]:
+    """'poisson' or a list 'poisson,fixed' → distinct sampler names, in order."""
+    items = [item.strip() for item in str(text).split(",")]
+    if not all(items):
+        raise DpcalcError(f"--sampling takes a sampler name or a list 'poisson,fixed'; got {text!r}")
+    return tuple(dict.fromkeys(parse_sampling(item) for item in items))
+
+
+def build_sweep(q, batch_size, dataset_size, sigma, steps, epochs,
+                sampling: str = "poisson") -> Sweep:
+    """Validate the flags into the configurations to evaluate (at most one numeric flag
+    swept; each configuration for every sampler listed)."""
+    samplings = parse_samplings(sampling)
+    if q is not None:
+        # truncated Poisson takes N beside --q (the cut depends on it)
+        if batch_size is not None or (dataset_size is not None
+                                      and "truncated-poisson" not in samplings):
+            raise DpcalcError("give either --q or --batch-size with --dataset-size, not both")
+        rates = parse_sweep(q, "--q", lambda value, flag: check_sampling_rate(value, flag))
+    else:
+        rates = [resolve_sampling_rate(None, batch_size, dataset_size)]
+    batch = None if batch_size is None else check_count(batch_size, "--batch-size")
+    dataset = None if dataset_size is None else check_count(dataset_size, "--dataset-size")
+    if sigma is None:
+        raise DpcalcError("give --sigma (noise multiplier, > 0)")
+    sigmas = parse_sweep(sigma, "--sigma", lambda value, flag: check_noise_multiplier(value, flag))
+    if steps is not None and epochs is not None:
+        raise DpcalcError("give either --steps or --epochs, not both")
+    if steps is None and epochs is None:
+        raise DpcalcError("give --steps or --epochs")
+    step_values = None if steps is None else parse_sweep(steps, "--steps", _steps_check, integer=True)
+    epoch_values = None if epochs is None else parse_sweep(epochs, "--epochs", _positive_check)
+    lengths = {"q": len(rates), "sigma": len(sigmas),
+               "steps": len(step_values or []), "epochs": len(epoch_values or [])}
+    swept = [name for name, length in lengths.items() if length > 1]
+    if len(swept) > 1:
+        flags = " and ".join(f"--{name}" for name in swept)
+        raise DpcalcError(f"sweep one of --q, --sigma, --steps/--epochs at a time; got lists for {flags}")
+    points = []
+    for chosen in samplings:
+        for rate in rates:
+            for noise in sigmas:
+                for step_count, epoch_count in _step_choices(step_values, epoch_values, rate, batch,
+                                                             dataset):
+                    points.append(Point(rate, noise, step_count, epoch_count, chosen))
+    inputs = {"q": rates[0] if len(rates) == 1 else rates, "batch_size": batch,
+              "dataset_size": dataset, "sigma": sigmas[0] if len(sigmas) == 1 else sigmas}
+    if epoch_values is not None:
+        inputs["epochs"] = epoch_values[0] if len(epoch_values) == 1 else epoch_values
+    first = [point for point in points if point.sampling == samplings[0]]
+    inputs["steps"] = (first[0].steps if len({p.steps for p in first}) == 1
+                       else [point.steps for point in first])
+    inputs["sampling"] = samplings[0] if len(samplings) == 1 else list(samplings)
+    texts = {"q": q, "sigma": sigma, "steps": steps, "epochs": epochs}
+    log_spaced = bool(swept) and ":log" in str(texts[swept[0]]).replace(" ", "").lower()
+    if epoch_values is not None and len(points) == 1:
+        derived = epoch_steps(epoch_values[0], rates[0], batch, dataset)
+        inputs["steps_from_epochs"] = {"exact": derived.exact, "steps": derived.steps,
+                                       "opacus_steps": derived.opacus_steps, "note": derived.note}
+    return Sweep(points, swept[0] if swept else None, inputs, samplings, log_spaced)
+
+
+def epochs_notes(sweep: Sweep) -> list[str]:
+    """How steps came from --epochs: the derivation of the one point, or the rule."""
+    if "epochs" not in sweep.inputs:
+        return []
+    if "steps_from_epochs" in sweep.inputs:
+        return [sweep.inputs["steps_from_epochs"]["note"]]
+    return ["steps from epochs: ⌈epochs·N/B⌉ (or ⌈epochs/q⌉) at every point, rounded up: the "
+            "safe side (more steps, larger ε); Opacus's int(epochs/q) may count one fewer"]
+
+
+def _step_choices(step_values, epoch_values, rate, batch, dataset):
+    if step_values is not None:
+        return [(count, None) for count in step_values]
+    return [(resolve_steps(None, epochs, rate, batch, dataset), epochs) for epochs in epoch_values]
+
+

@@ -1,0 +1,52 @@
+"""Results as the stable JSON records of the output contract, and the shared table columns."""
+from __future__ import annotations
+
+from dpcalc.accountants.result import EpsilonResult
+from dpcalc.cli.output.render import Column, plain_upper, show_lower, show_number, show_upper
+
+CERTIFIED = "certified upper bound"
+APPROXIMATION = "approximation"
+
+
+def result_notes(results: list[EpsilonResult]) -> list[str]:
+    """Each accountant's notes as 'name: note' lines under the table."""
+    return [f"{result.accountant}: {note}" for result in results for note in result.notes]
+
+
+def epsilon_record(result: EpsilonResult) -> dict:
+    """{"accountant", "epsilon", "epsilon_upper", "epsilon_lower", "certified", "kind",
+    "order", "notes", "details"}: the same keys for every accountant."""
+    return {
+        "accountant": result.accountant,
+        "epsilon": result.epsilon,
+        "epsilon_upper": result.epsilon_upper,
+        "epsilon_lower": result.epsilon_lower,
+        "certified": result.certified,
+        "kind": CERTIFIED if result.certified else APPROXIMATION,
+        "order": result.order,
+        "notes": list(result.notes),
+        "details": dict(result.details),
+    }
+
+
+def _order(value) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+EPSILON_COLUMNS = [
+    Column("accountant", "accountant", justify="left"),
+    Column("ε", "epsilon", show_upper),
+    Column("lower bound", "epsilon_lower", show_lower),
+    Column("kind", "certified", lambda value: "certified" if value else "approximation",
+           justify="left"),
+    Column("order α", "order", _order),
+]
+
+EPSILON_PLAIN = [Column("ε", "epsilon", plain_upper)]
+
+INPUT_LABELS = {"q": "q", "batch_size": "B", "dataset_size": "N", "sigma": "σ",
+                "steps": "steps", "delta": "δ", "epsilon": "ε", "k": "k", "max_batch_size": "M",
+                "model": None}
+
+__all__ = ["EPSILON_COLUMNS", "EPSILON_PLAIN", "INPUT_LABELS", "epsilon_record", "result_notes",
+           "show_number"]

@@ -1,0 +1,152 @@
+"""Turn a finished report into a Rich table, JSON or bare numbers. Never computes."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable
+
+from dpcalc.cli.output.numbers import (  # noqa: F401 (re-exported)
+    NOT_APPLICABLE, plain_lower, plain_upper, show_lower, show_number, show_upper)
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    plain = "plain"
+
+
+@dataclass
+class Column:
+    """A table column: header, the result key it shows, and how to show it."""
+
+    header: str
+    key: str
+    show: Callable[[Any], str] = lambda value: "" if value is None else str(value)
+    justify: str = "right"
+
+
+@dataclass
+class Report:
+    """What a command found: the inputs it used and one result per row."""
+
+    command: str
+    title: str
+    inputs: dict
+    results: list[dict]
+    columns: list[Column]
+    plain_columns: list[Column]
+    footnotes: list[str] = field(default_factory=list)
+    input_labels: dict = field(default_factory=dict)
+    budget: Any = None  # dpcalc.cli.output.budget.Budget when --max-epsilon was given
+
+
+# --- JSON ---------------------------------------------------------------------------------
+def _jsonable(value: Any) -> Any:
+    """inf → "inf" (never the invalid token Infinity); NaN → null; tuples → lists."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, Enum):
+        return value.value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+def json_text(payload: dict) -> str:
+    """Any payload under the JSON rules of the output contract (inf as "inf")."""
+    return json.dumps(_jsonable(payload), indent=2, allow_nan=False)
+
+
+def to_json(report: Report) -> str:
+    payload = {"command": report.command, "inputs": report.inputs, "results": report.results}
+    if report.budget is not None:
+        payload["budget"] = report.budget.record()
+    return json_text(payload)
+
+
+# --- plain --------------------------------------------------------------------------------
+def to_plain(report: Report) -> str:
+    """The bare numbers: one line per result and plain column."""
+    return "\n".join(column.show(result.get(column.key))
+                     for result in report.results for column in report.plain_columns)
+
+
+# --- table --------------------------------------------------------------------------------
+def _inputs_line(report: Report) -> str:
+    parts = []
+    for key, value in report.inputs.items():
+        if value is None or isinstance(value, (list, dict)):
+            continue
+        label = report.input_labels.get(key, key)
+        if label is None:  # shown elsewhere (e.g. the model, in the footer)
+            continue
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        parts.append(f"{label} = {value}")
+    return " · ".join(parts)
+
+
+def print_table(report: Report, console=None) -> None:
+    """The report as Rich table(s) fitted to the console: words and numbers are never split;
+    a table too wide even so is split into several that repeat the first column."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from dpcalc.cli.output.table_layout import fit_columns
+
+    console = console or Console()
+    cells = [[column.header] + [column.show(result.get(column.key)) for result in report.results]
+             for column in report.columns]
+    tables = fit_columns(cells, console.width)
+    for number, fitted in enumerate(tables):
+        last = number == len(tables) - 1
+        title = report.title if len(tables) == 1 else f"{report.title} ({number + 1}/{len(tables)})"
+        caption = escape(_inputs_line(report)) if last and len(tables) == 1 else None
+        table = Table(title=escape(title), caption=caption, caption_justify="left",
+                      show_lines=False)
+        for fit in fitted:
+            column = report.columns[fit.index]
+            table.add_column(escape(column.header), justify=column.justify, overflow="fold",
+                             width=fit.width)
+        for row in range(len(report.results)):
+            table.add_row(*(escape(cells[fit.index][row + 1]) for fit in fitted))
+        console.print(table)
+    if len(tables) > 1:  # the inputs line, wrapped to the console rather than one table
+        console.print(escape(_inputs_line(report)), highlight=False)
+    for note in report.footnotes:
+        console.print(f"[dim]{escape(note)}[/dim]", highlight=False)
+    if report.budget is not None:
+        console.print(escape(report.budget.line()), highlight=False)
+
+
+def emit(report: Report, output_format: OutputFormat) -> None:
+    """Write the report to stdout in the chosen format, then apply its budget gate (exit 1
+    when it failed, even if the reader closed stdout early)."""
+    from dpcalc.cli.output.budget import enforce, output_may_close
+
+    with output_may_close():
+        if output_format == OutputFormat.json:
+            sys.stdout.write(to_json(report) + "\n")
+        elif output_format == OutputFormat.plain:
+            text = to_plain(report)
+            sys.stdout.write(text + ("\n" if text else ""))
+        else:
+            print_table(report)
+    enforce(report.budget)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, so stdout stays machine-readable."""
+    sys.stderr.write(f"warning: {message}\n")

@@ -1,0 +1,90 @@
+"""The options that describe one run — q or B/N, σ, steps or epochs, phases, sampler,
+adjacency, max batch size — declared once for every command that reads a run.
+
+A command names one parameter ``run: RunFlags``; :func:`run_options` puts the run's options
+in its place in the signature Typer reads (same names, order and help everywhere) and hands
+the command one :class:`RunFlags`. A command may leave some out or give its own variant
+(``sigma`` has no --sigma; ``compare`` takes lists)."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import List, Optional
+
+from dpcalc.cli import options as opt
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The run's options as typed (text, validated by :meth:`schedule`); None where not given."""
+
+    q: Optional[str] = None
+    batch_size: Optional[str] = None
+    dataset_size: Optional[str] = None
+    sigma: Optional[str] = None
+    steps: Optional[str] = None
+    epochs: Optional[str] = None
+    phase: Optional[List[str]] = None
+    sampling: str = "poisson"
+    adjacency: str = "add-remove"
+    max_batch_size: Optional[str] = None
+
+    def schedule(self, with_sigma: bool = True):
+        """The validated run (schedule_options.build_schedule): schedule, echoed inputs, notes."""
+        from dpcalc.cli.schedule_options import build_schedule
+
+        return build_schedule(self.q, self.batch_size, self.dataset_size, self.sigma, self.steps,
+                              self.epochs, self.phase, self.sampling, self.adjacency,
+                              with_sigma=with_sigma, max_batch_size=self.max_batch_size)
+
+
+# name -> (annotation, the Typer option); in the order every command shows them
+RUN_OPTIONS = {
+    "q": (Optional[str], opt.Q),
+    "batch_size": (Optional[str], opt.BATCH_SIZE),
+    "dataset_size": (Optional[str], opt.DATASET_SIZE),
+    "sigma": (Optional[str], opt.SIGMA),
+    "steps": (Optional[str], opt.STEPS),
+    "epochs": (Optional[str], opt.EPOCHS),
+    "phase": (Optional[List[str]], opt.PHASE),
+    "sampling": (str, opt.SAMPLING),
+    "adjacency": (str, opt.ADJACENCY),
+    "max_batch_size": (Optional[str], opt.MAX_BATCH_SIZE),
+}
+RUN = RunFlags()  # the placeholder default of a command's ``run`` parameter
+
+
+def run_options(command=None, *, omit: tuple[str, ...] = (), own: dict | None = None):
+    """Decorate a Typer command whose parameter ``run: RunFlags`` stands for the run's
+    options: they take its place in the signature, and the command is called with one
+    RunFlags. ``omit``: options the command does not take; ``own``: name → Typer option
+    replacing the shared one (same annotation)."""
+    own = own or {}
+
+    def decorate(function):
+        signature = inspect.signature(function, eval_str=True)
+        spot = [name for name, parameter in signature.parameters.items()
+                if parameter.annotation is RunFlags]
+        if len(spot) != 1:
+            raise TypeError(f"{function.__name__} needs exactly one `run: RunFlags` parameter")
+        spot = spot[0]
+        taken = [name for name in RUN_OPTIONS if name not in omit]
+        flags = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                   default=own.get(name, RUN_OPTIONS[name][1]),
+                                   annotation=RUN_OPTIONS[name][0]) for name in taken]
+        parameters = []
+        for name, parameter in signature.parameters.items():
+            parameters.extend(flags if name == spot else [parameter])
+
+        def command_with_run(**values):
+            run = RunFlags(**{name: values.pop(name) for name in taken})
+            return function(**{spot: run}, **values)
+
+        command_with_run.__signature__ = signature.replace(parameters=parameters)
+        command_with_run.__annotations__ = {p.name: p.annotation for p in parameters}
+        command_with_run.__annotations__["return"] = signature.return_annotation
+        for attribute in ("__name__", "__qualname__", "__doc__", "__module__"):
+            setattr(command_with_run, attribute, getattr(function, attribute))
+        return command_with_run
+
+    return decorate if command is None else decorate(command)
