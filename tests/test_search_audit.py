@@ -55,3 +55,91 @@ def test_one_run_p_value_not_below_the_closed_form(guesses, epsilon):
     found = one_run_p_value(epsilon, 0.0, guesses, guesses, guesses)
     assert found >= exact * (1.0 - 1e-12)
     assert found == pytest.approx(exact, rel=1e-9)
+
+
+# ------------------------------------------------------- Gaussian solvers with δ near 1
+def _delta_exact(epsilon: float, mu: float):
+    """Balle & Wang 2018, Thm 8 in 80-digit arithmetic (an mpf: near δ = 1 the excess over
+    the target is below a double's resolution of 1 − δ)."""
+    import mpmath
+
+    with mpmath.workdps(80):
+        eps, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+        return mpmath.ncdf(-eps / m + m / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / m - m / 2)
+
+
+def test_gdp_epsilon_near_delta_one_is_safe():
+    """gdp_epsilon aimed 1e-10·(1 − δ) below δ, less than the ~3e-16 absolute float error of
+    δ(ε) near 1: at δ = 1 − 1e-13, μ = 15 the ε returned had a true δ 3.2e-17 above the
+    target (ε 6e-4 too small)."""
+    import mpmath
+
+    from dpcalc.accounting.gaussian import gdp_epsilon
+
+    delta = 1.0 - 1e-13
+    epsilon = gdp_epsilon(delta, 15.0)
+    assert _delta_exact(epsilon, 15.0) <= mpmath.mpf(delta)
+
+
+def test_epoch_sampler_upper_near_delta_one_is_safe():
+    """The same through `dpcalc epsilon`'s shuffle bound: one epoch, zero-out, σ = 1/15 is
+    exactly μ = 15-GDP, whose certified upper ε at δ = 1 − 1e-13 was too small."""
+    import mpmath
+
+    from dpcalc.accounting.epoch_samplers import epoch_upper, upper_mu
+    from dpcalc.accounting.schedule import Phase
+
+    phase = Phase(0.01, 1.0 / 15.0, 100, "shuffle", "zero-out")
+    mu, epochs = upper_mu(phase)
+    assert epochs == 1
+    delta = 1.0 - 1e-13
+    upper, _, _ = epoch_upper(phase, delta)
+    assert _delta_exact(upper, mu) <= mpmath.mpf(delta)
+
+
+@pytest.mark.parametrize("epsilon,gap", [(0.6660332117483914, 5.626250132451105e-09),
+                                         (0.016383709568225657, 4.056791547135674e-08),
+                                         (0.2502420586779647, 4.6629367034256575e-15),
+                                         (0.28647940542256056, 9.497737374353221e-09)])
+def test_analytic_sigma_near_delta_one_is_safe(epsilon, gap):
+    """analytic_gaussian_sigma, same margin: σ whose true δ was 2e-17 to 5e-17 above δ."""
+    import mpmath
+
+    from dpcalc.accounting.gaussian import analytic_gaussian_sigma
+
+    delta = 1.0 - gap
+    sigma = analytic_gaussian_sigma(epsilon, delta)
+    assert _delta_exact(epsilon, 1.0 / sigma) <= mpmath.mpf(delta)
+
+
+def test_profile_margin_covers_the_float_error_of_the_profile():
+    """The solvers' allowance (gaussian._log_profile_margin) against 50-digit δ(ε) on every
+    branch of _log_delta_nonnegative: computed δ·(1 + r) ≥ true δ."""
+    import mpmath
+
+    from dpcalc.accounting.gaussian import _log_delta_nonnegative, _log_profile_margin
+
+    rng = np.random.default_rng(2026)
+    checked = 0
+    for _ in range(1500):
+        mu = float(10 ** rng.uniform(-5, 2.5))
+        kind = rng.integers(3)
+        if kind == 0:  # a ≥ 0, ε < 1
+            epsilon = float(rng.uniform() ** 4 * min(1.0, mu * mu / 2))
+        elif kind == 1:  # a ≥ 0, ε ≥ 1 (μ ≥ √2)
+            if mu * mu / 2 <= 1.0:
+                continue
+            epsilon = float(rng.uniform(1.0, mu * mu / 2))
+        else:  # tail
+            epsilon = float(mu * mu / 2 + mu * rng.uniform(0, 30))
+        log_value = _log_delta_nonnegative(epsilon, mu)
+        if not math.isfinite(log_value):
+            continue
+        with mpmath.workdps(50):
+            eps, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+            exact = mpmath.ncdf(-eps / m + m / 2) - mpmath.exp(eps) * mpmath.ncdf(-eps / m - m / 2)
+            raised = mpmath.exp(mpmath.mpf(log_value) + mpmath.mpf(_log_profile_margin(epsilon, mu)))
+        assert raised >= exact, (mu, epsilon)
+        checked += 1
+    assert checked > 1000
+
