@@ -143,3 +143,67 @@ def test_profile_margin_covers_the_float_error_of_the_profile():
         checked += 1
     assert checked > 1000
 
+
+# ------------------------------------------------ Chernoff windows that find no finite bound
+def _far_atom_pld():
+    """One step's PLD: loss 0 with mass 1 − 1e-6, loss 10 with 1e-6 (grid 1e-3). Its standard
+    deviation is 0.01, so mean ± 50 standard deviations misses the atom entirely."""
+    from dpcalc.accounting.pld import DiscretePld
+
+    pmf = np.zeros(10001)
+    pmf[0], pmf[-1] = 1.0 - 1e-6, 1e-6
+    return DiscretePld(1e-3, 0, pmf, 0.0)
+
+
+def test_window_without_a_chernoff_bound_keeps_the_whole_support(monkeypatch):
+    """Where no λ gives a finite Chernoff bound, _chernoff_window fell back to mean ± 50
+    standard deviations, which bounds nothing, while compose() still reported 2τ outside the
+    window: here 2e-6 of mass was cut and δ_upper(5) came out 2e-12 instead of ≥ 1.99e-6.
+    The fallback now keeps the whole support (the exact composition)."""
+    from dpcalc.accounting import chernoff
+    from dpcalc.accounting.fft_compose import compose
+    from dpcalc.accounting.pld import UPPER
+
+    monkeypatch.setattr(chernoff, "_min_over_lambda", lambda bound_at, guess: math.inf)
+    composed = compose([(_far_atom_pld(), 2)], 1e-12)
+    # S = L1 + L2 ∈ {0, 10, 20}: δ(5) = Σ P(S = s)(1 − e^{5 − s}) over s > 5
+    p = 1e-6
+    exact = 2 * p * (1 - p) * -math.expm1(-5.0) + p * p * -math.expm1(-15.0)
+    assert composed.delta(5.0, UPPER) >= exact
+
+
+def test_curve_window_without_a_chernoff_bound_keeps_the_whole_support(monkeypatch):
+    """The same stand-in in the curve engine's tabulated windows (curve_compose)."""
+    from dpcalc.accounting import curve_compose
+
+    monkeypatch.setattr(curve_compose, "minimise",
+                        lambda cumulant, lambdas, steps, log_term: np.full(steps.size, np.inf))
+    pld = _far_atom_pld()
+    for count, support_lo, lo_index, points, window_mass in curve_compose._layout(
+            pld, np.array([2, 3]), 1e-12, 1 << 22):
+        assert lo_index == support_lo
+        assert points == count * (pld.pmf.size - 1) + 1  # every composed loss value
+        assert window_mass == 0.0
+
+
+# ------------------------------------------------ allocation: the ε search meets a NaN
+def test_allocation_epsilon_search_takes_nan_for_above_the_target():
+    """allocation._solve_epsilons grew its bracket while δ(high) > target: a NaN compared
+    False and stopped the growth there, so ε = 1 came back as a certified upper bound for a
+    profile that certified nothing. NaN must count as not meeting the target (the safe
+    side, as in its bisection): no finite ε then, ∞."""
+    from dpcalc.accounting.allocation import _solve_epsilons
+
+    def deltas_of(epsilons):
+        epsilons = np.asarray(epsilons, dtype=float)
+        return np.where(epsilons == 0.0, 1.0, np.nan)
+
+    assert _solve_epsilons(deltas_of, [1e-5]).tolist() == [math.inf]
+
+    def half_nan(epsilons):  # a real profile up to ε = 4.5, NaN beyond
+        epsilons = np.asarray(epsilons, dtype=float)
+        return np.where(epsilons <= 4.5, np.exp(-epsilons), np.nan)
+
+    found = _solve_epsilons(half_nan, [math.exp(-2.5), 1e-5])
+    assert found[0] == pytest.approx(2.5, rel=1e-8) and found[0] >= 2.5
+    assert found[1] == math.inf
