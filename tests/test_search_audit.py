@@ -207,3 +207,36 @@ def test_allocation_epsilon_search_takes_nan_for_above_the_target():
     found = _solve_epsilons(half_nan, [math.exp(-2.5), 1e-5])
     assert found[0] == pytest.approx(2.5, rel=1e-8) and found[0] >= 2.5
     assert found[1] == math.inf
+
+
+# ------------------------------------------------ the μ search's FPR range, as printed
+def _gdp_only_bounds(fpr_range):
+    from types import SimpleNamespace
+
+    from dpcalc.accounting.risk import Figure, GdpBounds
+
+    figure = Figure("tpr", 0.5, 0.1, 0.01)
+    return SimpleNamespace(tpr=[figure], advantage=Figure("advantage", 0.5, 0.1),
+                           posterior=Figure("posterior_success", 0.7, 0.6, 0.5), prior=0.5,
+                           reconstruction=None, details={},
+                           gdp=GdpBounds(1.5, 1.4, 20.0, fpr_range))
+
+
+def test_risk_note_shows_the_certified_fpr_range_rounded_inward():
+    """The μ is certified on the FPRs whose tangent points lie in the ε range checked; the
+    note printed the ends rounded to nearest (.3g / .12g), a wider range than certified
+    (0.0123456 shown as 0.0123)."""
+    from dpcalc.cli.risk import risk_records
+
+    record = [r for r in risk_records(_gdp_only_bounds((0.0123456, 0.98765432109876)))
+              if r["measure"] == "gdp_mu"][0]
+    assert "for every FPR in [0.0124, 0.987654321098]" in record["notes"][0]
+    assert record["fpr_range"] == [0.0123456, 0.98765432109876]  # JSON keeps the floats
+
+
+def test_statement_shows_the_certified_fpr_range_rounded_inward():
+    from dpcalc.cli.statement import _risk_lines
+
+    line = _risk_lines([{"measure": "gdp_mu", "upper": 1.5, "lower": 1.4, "at": None,
+                         "fpr_range": [0.0123456, 0.9]}])[0]
+    assert "for every FPR ≥ 0.013 " in line
