@@ -44,7 +44,9 @@ def _solve_epsilons(deltas_of, targets) -> np.ndarray:
     growing = solving.copy()
     while growing.any():
         index = np.flatnonzero(growing)
-        above = index[deltas_of(high[index]) > targets[index]]
+        # not shown ≤ δ (NaN included) is above: ``high`` must be a certified point, as in
+        # the bisection below (a NaN compared False with ">" and ended the growth there)
+        above = index[~(deltas_of(high[index]) <= targets[index])]
         growing[index] = False
         high[above] *= 2.0
         too_far = above[high[above] > 1e4]

@@ -33,11 +33,20 @@ MAX_AUDIT_EPSILON = 60.0
 _BISECTION_STEPS = 60
 
 
-def _binomial_tail(successes: int, trials: int, p: float) -> float:
-    """P[Binomial(trials, p) ≥ successes]."""
-    from scipy.special import bdtrc  # scipy.special, not scipy.stats: 0.3 s less to import
+def _binomial_tail(successes: int, trials: int, epsilon: float) -> float:
+    """P[Binomial(trials, p) ≥ successes] with p = e^ε/(1 + e^ε), as the regularised incomplete
+    beta function I_p(v, r − v + 1) = 1 − I_{1−p}(r − v + 1, v) (Abramowitz & Stegun 26.5.24,
+    26.5.2) of the miss rate 1 − p = 1/(1 + e^ε), computed as such: p itself rounded to a
+    double leaves 1 − p off by up to 1e-16·e^ε relative, which moved the tail both ways (9.5e-8
+    too LOW at r = 10^9, ε = 20: a smaller p-value rejects more ε, so the ε lower bound
+    came out too high), and bdtrc's int32 trial count gave NaN past 2^31 − 1 trials."""
+    from scipy.special import betaincc, expit  # scipy.special: 0.3 s less to import than .stats
 
-    return 1.0 if successes <= 0 else float(bdtrc(successes - 1, trials, p))
+    if successes <= 0:
+        return 1.0
+    if successes > trials:
+        return 0.0
+    return float(betaincc(float(trials - successes + 1), float(successes), expit(-epsilon)))
 
 
 def _binomial_masses(values: np.ndarray, trials: int, epsilon: float) -> np.ndarray:
@@ -66,7 +75,7 @@ def one_run_p_value(epsilon: float, delta: float, canaries: int, guesses: int,
     2mδ·max_{i=1..v} (f(v−i) − f(v))/i, where f(v−i) − f(v) = Σ_{k=v−i}^{v−1} P[Binomial = k].
     """
     _check_counts(canaries, guesses, correct)
-    tail = _binomial_tail(correct, guesses, guess_accuracy(epsilon))  # f(v) = P[W ≥ v]
+    tail = _binomial_tail(correct, guesses, epsilon)  # f(v) = P[W ≥ v]
     if delta == 0.0 or correct == 0:
         return min(1.0, tail)
     masses = _binomial_masses(np.arange(correct - 1, -1, -1), guesses, epsilon)  # k = v−1, …, 0
@@ -84,11 +93,16 @@ def one_run_epsilon_lower(canaries: int, guesses: int, correct: int, delta: floa
     _check_counts(canaries, guesses, correct)
     if one_run_p_value(0.0, delta, canaries, guesses, correct) > beta:
         return 0.0
+    # Invariant: the p-value is ≤ β at ``low`` (ε = low is rejected, hence every ε' < low: an
+    # (ε', δ)-DP run is (low, δ)-DP), so ``low`` is a certified lower bound at every step; the
+    # search answers ``low`` whether it converges or gives up, never a value it did not test.
     low, high = 0.0, 1.0
     while one_run_p_value(high, delta, canaries, guesses, correct) <= beta:
-        low, high = high, 2.0 * high
-        if high > MAX_AUDIT_EPSILON:
-            return MAX_AUDIT_EPSILON
+        if high >= MAX_AUDIT_EPSILON:
+            return MAX_AUDIT_EPSILON  # tested just now: rejected at the cap itself
+        # the cap is tested before it is passed (returning it untested once gave 60 where
+        # only 32 had been rejected, for a crossing at 33.4)
+        low, high = high, min(2.0 * high, MAX_AUDIT_EPSILON)
     for _ in range(_BISECTION_STEPS):
         middle = 0.5 * (low + high)
         if one_run_p_value(middle, delta, canaries, guesses, correct) <= beta:

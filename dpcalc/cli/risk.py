@@ -85,9 +85,11 @@ def risk_records(bounds) -> list[dict]:
                                 "attack", *shared]))
     gdp = bounds.gdp
     low, high = gdp.fpr_range
+    # the ends rounded inward (low up, high down): the range shown is within the certified one
     records.append({**_record("gdp_mu", None, gdp.upper, gdp.lower, 0.0,
-                              [f"certified: TPR ≤ Φ(Φ⁻¹(FPR) + μ) for every FPR in [{low:.3g}, "
-                               f"{high:.12g}]; the lower bound: no smaller μ holds there",
+                              [f"certified: TPR ≤ Φ(Φ⁻¹(FPR) + μ) for every FPR in "
+                               f"[{show_upper(low, 3)}, {show_lower(high, 12)}]; the lower "
+                               "bound: no smaller μ holds there",
                                *shared]),
                     "fpr_range": [low, high]})
     return records

@@ -23,10 +23,12 @@ from dpcalc.params import check_delta, check_nonnegative, check_positive
 
 _SQRT2 = math.sqrt(2.0)
 
-# Solvers aim slightly below the target δ: a margin of 1e-10·min(δ, 1 − δ) covers the
-# floating-point error of the profile (~1e-14 relative for small δ, ~1e-16 absolute
-# near 1), so a returned ε (or σ) is safe for the true profile and not only for its
-# floating-point evaluation.
+# Solvers aim slightly below the target δ (a margin of 1e-10·min(δ, 1 − δ)) and compare it
+# with the computed δ(ε) raised by its float-error bound (_log_profile_margin, the margin of
+# gdp_delta_upper), so a returned ε (or σ) is safe for the true profile and not only for its
+# floating-point evaluation. The first margin alone did not cover the error near δ = 1: δ(ε)
+# is then computed to ~3e-16 absolute, above 1e-10·(1 − δ) once 1 − δ < 3e-6 (at δ = 1 −
+# 1e-13, μ = 15, gdp_epsilon's ε had a true δ 3.2e-17 above the target).
 _SAFETY = 1e-10
 
 _MAX_DOUBLINGS = 2100  # enough to walk a bracket from 1e-300 to 1e300 and beyond
@@ -256,18 +258,40 @@ def _safe_log_target(delta: float) -> float:
     return math.log(delta) + math.log1p(-_SAFETY * min(1.0, (1.0 - delta) / delta))
 
 
+def _log_profile_margin(epsilon: float, mu: float) -> float:
+    """ln(1 + r), r a bound on the relative float error of _log_delta_nonnegative(ε, μ) below
+    the true δ(ε), ε ≥ 0, by the formula it used (its branches):
+
+    - a = −ε/μ + μ/2 < 0 (tail) or ε ≥ 1: the formula's own error (_PROFILE_ERROR in the
+      tail, 16u for the plain subtraction) and the rounding of a, which enters through
+      e^ε Φ(b) = ½ erfcx(−b/√2) e^{−a²/2} (b² = a² + 2ε): gdp_delta_upper's margin;
+    - a ≥ 0, ε < 1: Φ(a) − Φ(b) − (e^ε − 1)Φ(b) with e^ε explicit, whose derivative in a
+      (b = a − μ) is φ(a) − e^ε φ(b) = 0: a's rounding enters at second order only; 16u
+      covers the erf/erfc sums (an mpmath sweep of 30 000 points found 6.9u).
+
+    The solvers work in logs, where δ far below the normal range keeps this accuracy."""
+    signed = 0.5 * mu - epsilon / mu
+    if signed >= 0.0 and epsilon < 1.0:
+        return math.log1p(16.0 * _UNIT_ROUNDOFF)
+    a = abs(signed)
+    own = _PROFILE_ERROR if signed < 0.0 else 16.0 * _UNIT_ROUNDOFF
+    margin = own + 8.0 * _UNIT_ROUNDOFF * (a * (epsilon / mu + 0.5 * mu + a) + 1.0)
+    return math.log1p(margin) if margin < 1.0 else math.log(2.0)  # (and where a² overflows)
+
+
 def gdp_epsilon(delta: float, mu: float) -> float:
-    """The smallest ε ≥ 0 with δ(ε) ≤ ``delta`` for μ-GDP (safe side, rel. precision ~1e-12)."""
+    """The smallest ε ≥ 0 with δ(ε) ≤ ``delta`` for μ-GDP (safe side, rel. precision ~1e-12):
+    the computed δ(ε), raised by its float-error bound, is ≤ ``delta`` lowered by _SAFETY."""
     delta = _check_delta_upto_one(delta)
     mu = _check_mu(mu)
-    if mu == 0.0:
+    if mu == 0.0 or delta >= 1.0:  # every mechanism is (0, 1)-DP
         return 0.0
     if mu == math.inf:
-        return 0.0 if delta >= 1.0 else math.inf
+        return math.inf
     log_target = _safe_log_target(delta)
 
     def excess(epsilon: float) -> float:
-        return log_target - _log_delta_nonnegative(epsilon, mu)
+        return log_target - _log_delta_nonnegative(epsilon, mu) - _log_profile_margin(epsilon, mu)
 
     value_zero = excess(0.0)
     if value_zero >= 0.0:
@@ -325,8 +349,11 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     sensitivity = check_positive(sensitivity, "--sensitivity")
     log_target = _safe_log_target(delta)
 
+    def excess_at(mu: float) -> float:  # ≥ 0: δ(ε) at μ, raised by its float error, meets it
+        return log_target - _log_delta_nonnegative(epsilon, mu) - _log_profile_margin(epsilon, mu)
+
     def excess(log_scale: float) -> float:  # increasing in ln(σ/Δ)
-        return log_target - _log_delta_nonnegative(epsilon, math.exp(min(-log_scale, 700.0)))
+        return excess_at(math.exp(min(-log_scale, 700.0)))
 
     high = math.log(_safe_scale_guess(epsilon, math.exp(log_target)))
     value_high = excess(high)
@@ -345,8 +372,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
         raise DpcalcError(f"no noise level reaches --delta {delta!r} at --epsilon {epsilon!r}")
     log_scale = _solve_increasing(excess, low, high, value_low, value_high, rtol=0.0, atol=1e-12)
     sigma = sensitivity * math.exp(log_scale)
-    # Guard against the rounding of Δ·s changing μ = Δ/σ by an ulp.
-    while gdp_delta(epsilon, sensitivity / sigma) > delta:
+    # Guard against the rounding of Δ·s changing μ = Δ/σ by an ulp: the μ the caller will
+    # form is checked as the search's μ was.
+    while not excess_at(sensitivity / sigma) >= 0.0:
         sigma *= 1.0 + 1e-13
     return sigma
 

@@ -54,8 +54,10 @@ def rounding_slack(plds_with_steps, failure: float, at_most=()) -> float:
 
 
 def _chernoff_window(plds_with_steps, log_tau: float) -> tuple[float, float]:
-    """Loss values (lo, hi) with P(S < lo) ≤ τ and P(S > hi) ≤ τ for the finite part of S."""
-    mean = sum(steps * float(np.sum(p.pmf * p.losses)) for p, steps in plds_with_steps)
+    """Loss values (lo, hi) with P(S < lo) ≤ τ and P(S > hi) ≤ τ for the finite part of S;
+    −∞ / +∞ on a side where no λ gave a finite Chernoff bound (the caller then keeps the
+    whole support on that side: mean ± 50 standard deviations, the old stand-in, is no
+    bound on the mass outside it, yet the window mass reported would have claimed ≤ τ)."""
     var = sum(steps * float(np.sum(p.pmf * (p.losses - np.sum(p.pmf * p.losses)) ** 2))
               for p, steps in plds_with_steps)
     scale = math.sqrt(max(var, 0.0)) + plds_with_steps[0][0].grid_step
@@ -68,8 +70,4 @@ def _chernoff_window(plds_with_steps, log_tau: float) -> tuple[float, float]:
 
     hi = tail_bound(1.0)
     lo = -tail_bound(-1.0)
-    if not math.isfinite(hi):
-        hi = mean + 50 * scale
-    if not math.isfinite(lo):
-        lo = mean - 50 * scale
-    return lo, hi
+    return (lo if math.isfinite(lo) else -math.inf), (hi if math.isfinite(hi) else math.inf)

@@ -86,15 +86,13 @@ def tabulated_windows(pld: DiscretePld, steps: np.ndarray, log_tau: float,
                       span: tuple[int, int] | None = None) -> list[tuple]:
     """Per T: loss values (lo, hi) with P(S_T < lo) ≤ τ and P(S_T > hi) ≤ τ (Chernoff, as
     chernoff._chernoff_window, over one table of λ; a table half as dense as the slacks'
-    costs the window at most ~0.5% of its width and half the MGF work)."""
-    mean = float(np.sum(pld.pmf * pld.losses))
-    variance = float(np.sum(pld.pmf * (pld.losses - mean) ** 2))
-    scales = np.sqrt(steps * max(variance, 0.0)) + pld.grid_step
+    costs the window at most ~0.5% of its width and half the MGF work); −∞ / +∞ on a side
+    where no λ gave a finite bound (the whole support is kept there, as _chernoff_window)."""
     lambdas, above, below = _window_cumulants(pld, log_tau, span)
     hi = minimise(above, lambdas, steps, -log_tau)
     lo = -minimise(below, lambdas, steps, -log_tau)
-    hi = np.where(np.isfinite(hi), hi, steps * mean + 50 * scales)
-    lo = np.where(np.isfinite(lo), lo, steps * mean - 50 * scales)
+    hi = np.where(np.isfinite(hi), hi, np.inf)
+    lo = np.where(np.isfinite(lo), lo, -np.inf)
     return list(zip(lo.tolist(), hi.tolist()))
 
 
@@ -106,7 +104,9 @@ def _layout(pld: DiscretePld, steps: np.ndarray, tail_mass: float, max_points: i
     windows = tabulated_windows(pld, steps, math.log(tail_mass), span)
     for count, (lo, hi) in zip(steps.tolist(), windows):
         support_lo, support_hi = count * pld.offset, count * (pld.offset + pld.pmf.size - 1)
-        lo_index, hi_index = max(support_lo, math.floor(lo / step)), min(support_hi, math.ceil(hi / step))
+        # a side without a Chernoff bound (±∞) keeps the whole support: nothing cut there
+        lo_index = max(support_lo, math.floor(lo / step)) if math.isfinite(lo) else support_lo
+        hi_index = min(support_hi, math.ceil(hi / step)) if math.isfinite(hi) else support_hi
         whole = lo_index == support_lo and hi_index == support_hi
         layout.append((count, support_lo, lo_index, hi_index - lo_index + 1,
                        0.0 if whole else 2 * tail_mass))

@@ -121,8 +121,9 @@ def _window(plds_with_steps, tail_mass: float) -> tuple[int, int, int, bool]:
     support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
     support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
     lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
-    lo_index = max(support_lo, math.floor(lo / step))
-    hi_index = min(support_hi, math.ceil(hi / step))
+    # a side without a Chernoff bound (±∞) keeps the whole support: nothing cut there
+    lo_index = max(support_lo, math.floor(lo / step)) if math.isfinite(lo) else support_lo
+    hi_index = min(support_hi, math.ceil(hi / step)) if math.isfinite(hi) else support_hi
     return (support_lo, lo_index, hi_index - lo_index + 1,
             lo_index == support_lo and hi_index == support_hi)
 

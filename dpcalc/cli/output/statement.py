@@ -86,7 +86,7 @@ def _risk_lines(risk: list[dict]) -> list[str]:
         elif measure == "gdp_mu":
             low = record["fpr_range"][0]
             lines.append(f"- Gaussian DP: TPR ≤ Φ(Φ⁻¹(FPR) + μ) with μ = {upper} for every FPR "
-                         f"≥ {low:.2g} (certified; no μ below {lower} holds).")
+                         f"≥ {show_upper(low, 2)} (certified; no μ below {lower} holds).")
     return lines
 
 
