@@ -74,7 +74,7 @@ def test_gdp_epsilon_near_delta_one_is_safe():
     target (ε 6e-4 too small)."""
     import mpmath
 
-    from dpcalc.accounting.gaussian import gdp_epsilon
+    from dpcalc.models.gaussian import gdp_epsilon
 
     delta = 1.0 - 1e-13
     epsilon = gdp_epsilon(delta, 15.0)
@@ -86,8 +86,8 @@ def test_epoch_sampler_upper_near_delta_one_is_safe():
     exactly μ = 15-GDP, whose certified upper ε at δ = 1 − 1e-13 was too small."""
     import mpmath
 
-    from dpcalc.accounting.epoch_samplers import epoch_upper, upper_mu
-    from dpcalc.accounting.schedule import Phase
+    from dpcalc.accountants.epoch_samplers import epoch_upper, upper_mu
+    from dpcalc.models.schedule import Phase
 
     phase = Phase(0.01, 1.0 / 15.0, 100, "shuffle", "zero-out")
     mu, epochs = upper_mu(phase)
@@ -105,7 +105,7 @@ def test_analytic_sigma_near_delta_one_is_safe(epsilon, gap):
     """analytic_gaussian_sigma, same margin: σ whose true δ was 2e-17 to 5e-17 above δ."""
     import mpmath
 
-    from dpcalc.accounting.gaussian import analytic_gaussian_sigma
+    from dpcalc.models.gaussian import analytic_gaussian_sigma
 
     delta = 1.0 - gap
     sigma = analytic_gaussian_sigma(epsilon, delta)
@@ -117,7 +117,7 @@ def test_profile_margin_covers_the_float_error_of_the_profile():
     branch of _log_delta_nonnegative: computed δ·(1 + r) ≥ true δ."""
     import mpmath
 
-    from dpcalc.accounting.gaussian import _log_delta_nonnegative, _log_profile_margin
+    from dpcalc.models.gaussian import _log_delta_nonnegative, _log_profile_margin
 
     rng = np.random.default_rng(2026)
     checked = 0
@@ -148,7 +148,7 @@ def test_profile_margin_covers_the_float_error_of_the_profile():
 def _far_atom_pld():
     """One step's PLD: loss 0 with mass 1 − 1e-6, loss 10 with 1e-6 (grid 1e-3). Its standard
     deviation is 0.01, so mean ± 50 standard deviations misses the atom entirely."""
-    from dpcalc.accounting.pld import DiscretePld
+    from dpcalc.pld.pld import DiscretePld
 
     pmf = np.zeros(10001)
     pmf[0], pmf[-1] = 1.0 - 1e-6, 1e-6
@@ -160,9 +160,9 @@ def test_window_without_a_chernoff_bound_keeps_the_whole_support(monkeypatch):
     standard deviations, which bounds nothing, while compose() still reported 2τ outside the
     window: here 2e-6 of mass was cut and δ_upper(5) came out 2e-12 instead of ≥ 1.99e-6.
     The fallback now keeps the whole support (the exact composition)."""
-    from dpcalc.accounting import chernoff
-    from dpcalc.accounting.fft_compose import compose
-    from dpcalc.accounting.pld import UPPER
+    from dpcalc.pld import chernoff
+    from dpcalc.pld.fft_compose import compose
+    from dpcalc.pld.pld import UPPER
 
     monkeypatch.setattr(chernoff, "_min_over_lambda", lambda bound_at, guess: math.inf)
     composed = compose([(_far_atom_pld(), 2)], 1e-12)
@@ -174,7 +174,7 @@ def test_window_without_a_chernoff_bound_keeps_the_whole_support(monkeypatch):
 
 def test_curve_window_without_a_chernoff_bound_keeps_the_whole_support(monkeypatch):
     """The same stand-in in the curve engine's tabulated windows (curve_compose)."""
-    from dpcalc.accounting import curve_compose
+    from dpcalc.pld import curve_compose
 
     monkeypatch.setattr(curve_compose, "minimise",
                         lambda cumulant, lambdas, steps, log_term: np.full(steps.size, np.inf))
@@ -192,7 +192,7 @@ def test_allocation_epsilon_search_takes_nan_for_above_the_target():
     False and stopped the growth there, so ε = 1 came back as a certified upper bound for a
     profile that certified nothing. NaN must count as not meeting the target (the safe
     side, as in its bisection): no finite ε then, ∞."""
-    from dpcalc.accounting.allocation import _solve_epsilons
+    from dpcalc.accountants.allocation import _solve_epsilons
 
     def deltas_of(epsilons):
         epsilons = np.asarray(epsilons, dtype=float)
@@ -213,7 +213,8 @@ def test_allocation_epsilon_search_takes_nan_for_above_the_target():
 def _gdp_only_bounds(fpr_range):
     from types import SimpleNamespace
 
-    from dpcalc.accounting.risk import Figure, GdpBounds
+    from dpcalc.risk.bounds import Figure
+    from dpcalc.risk.gdp_mu import GdpBounds
 
     figure = Figure("tpr", 0.5, 0.1, 0.01)
     return SimpleNamespace(tpr=[figure], advantage=Figure("advantage", 0.5, 0.1),
@@ -235,7 +236,7 @@ def test_risk_note_shows_the_certified_fpr_range_rounded_inward():
 
 
 def test_statement_shows_the_certified_fpr_range_rounded_inward():
-    from dpcalc.cli.statement import _risk_lines
+    from dpcalc.cli.output.statement import _risk_lines
 
     line = _risk_lines([{"measure": "gdp_mu", "upper": 1.5, "lower": 1.4, "at": None,
                          "fpr_range": [0.0123456, 0.9]}])[0]
