@@ -131,8 +131,11 @@ def test_upper_bound_agrees_with_dp_accounting_gaussian():
     accountant = pld_privacy_accountant.PLDAccountant()
     accountant.compose(dp_accounting.GaussianDpEvent(1.3), 12)
     phase = Phase.from_batches(10, 100, 1.3, 120, "shuffle", "zero-out")
-    assert PB.epsilon(Schedule((phase,)), 1e-5).epsilon == pytest.approx(
-        accountant.get_epsilon(1e-5), rel=2e-3)
+    reference = accountant.get_epsilon(1e-5)
+    # ours is the exact closed form, theirs connect-the-dots (an upper bound, 5e-11 above it
+    # here): ours may not exceed theirs, nor fall below it by more than their grid's error
+    epsilon = PB.epsilon(Schedule((phase,)), 1e-5).epsilon
+    assert reference * (1 - 1e-6) <= epsilon <= reference * (1 + 1e-12)
 
 
 def test_shuffle_once_lower_bound_is_one_epoch_at_reduced_noise():
