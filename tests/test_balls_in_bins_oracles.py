@@ -180,7 +180,7 @@ def decomposition_theorem(sigma: float, steps: int, delta: float,
 
 
 # (σ, t, δ, the random-allocation package's decomposition ε (tests/test_epoch_samplers.py's
-# RANDOM_ALLOCATION), whether that is also the package's best upper bound AND ours: at σ = 4,
+# RANDOM_ALLOCATION; None: not run), whether that is also the package's best upper bound AND ours: at σ = 4,
 # t = 100, δ = 1e-8 our RDP bound is lower (0.1699: its best order is 128, beyond the
 # package's orders 2..60, where the same curves give 0.2757))
 THEOREM_CASES = [(1.0, 100, 1e-5, 1.0297780699797692, True),
@@ -189,7 +189,9 @@ THEOREM_CASES = [(1.0, 100, 1e-5, 1.0297780699797692, True),
                  (1.2, 500, 1e-4, 0.19694185412699003, True),
                  (4.0, 100, 1e-8, 0.19452662252549185, False),
                  (0.7, 2000, 1e-5, 0.5709106781179778, True),
-                 (1.0, 2, 1e-5, 5.233507743704366, False)]
+                 (1.0, 2, 1e-5, 5.233507743704366, False),
+                 # the README's example (B = 256, N = 60 000, one epoch: 0.59507); no package run
+                 (1.0, 235, 1e-5, None, False)]
 
 
 @pytest.mark.parametrize("sigma,steps,delta,package,best", THEOREM_CASES)
@@ -206,8 +208,8 @@ def test_decomposition_bound_is_the_theorem(sigma, steps, delta, package, best):
     from dpcalc.accounting.schedule import Phase
 
     theorem = decomposition_theorem(sigma, steps, delta)
-    # the evaluation reproduces the package (which runs the same dp_accounting grid)
-    assert max(theorem.values()) == pytest.approx(package, rel=1e-9)
+    if package is not None:  # the evaluation reproduces the package (same dp_accounting grid)
+        assert max(theorem.values()) == pytest.approx(package, rel=1e-9)
     profile = OneEpochProfile(steps, sigma, delta)
     for direction, value in theorem.items():
         ours = profile.direction_epsilon(direction, delta)
