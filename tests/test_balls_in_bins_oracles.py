@@ -134,8 +134,8 @@ def test_add_direction_rdp_is_at_least_the_exact_divergence(sigma, steps):
 @pytest.mark.parametrize("sigma", SIGMAS)
 def test_remove_direction_rdp_is_the_exact_divergence(sigma, steps):
     """The remove-direction bound is D_α(P‖Q) of the exact pair at every order the
-    accountant uses: at least it (soundness) and, as its docstring states (equality for
-    fixed unit gradients; Feldman & Shenfeld 2025, Cor. 6.2), not above it."""
+    accountant uses: at least it (soundness) and, as allocation_rdp.py's docstring states
+    (equality for fixed unit gradients), not above it."""
     bound = rdp_curves(steps, sigma)["remove"]
     exact = exact_remove_divergences(ORDERS, steps, sigma)
     assert np.all(bound >= exact * (1 - 1e-9))
