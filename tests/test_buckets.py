@@ -144,7 +144,11 @@ def test_agrees_with_dp_accounting_connect_the_dots(q, sigma, steps):
     # optimistic one a lower bound: ours must sit on the right side of each.
     assert result.epsilon_lower <= reference * (1 + 1e-9)
     assert result.epsilon >= optimistic * (1 - 1e-9)
-    assert result.epsilon == pytest.approx(reference, rel=5e-3)
+    # Two near-exact upper bounds of one ε (was rel = 5e-3, ten times pb's own gap: an upper
+    # bound 0.4% below the truth passed). Measured: ours is 5e-7 to 1.2e-5 above theirs, and
+    # 1.7e-4 below at T = 3e5, where their 1e-4 grid's connect-the-dots error has grown; so
+    # ours may be below theirs by at most 3e-4 (their error), above by at most 1e-4.
+    assert reference * (1 - 3e-4) <= result.epsilon <= reference * (1 + 1e-4)
 
 
 @pytest.mark.parametrize("q,sigma,steps", [(0.01, 4.0, 10_000), (0.04, 1.5, 2_250), (0.2, 5.0, 200)])
@@ -166,7 +170,8 @@ def test_heterogeneous_phases_agree_with_dp_accounting():
     schedule = Schedule((Phase(0.02, 2.0, 3000), Phase(0.005, 1.0, 5000)))
     result = PB.epsilon(schedule, 1e-5)
     assert result.epsilon_lower <= reference * (1 + 1e-9)
-    assert result.epsilon == pytest.approx(reference, rel=5e-3)
+    # as above: two near-exact upper bounds (measured: ours 1.6e-5 above theirs)
+    assert reference * (1 - 3e-4) <= result.epsilon <= reference * (1 + 1e-4)
 
 
 def test_phases_in_either_order_compose_alike_and_between_their_parts():

@@ -131,8 +131,11 @@ def test_upper_bound_agrees_with_dp_accounting_gaussian():
     accountant = pld_privacy_accountant.PLDAccountant()
     accountant.compose(dp_accounting.GaussianDpEvent(1.3), 12)
     phase = Phase.from_batches(10, 100, 1.3, 120, "shuffle", "zero-out")
-    assert PB.epsilon(Schedule((phase,)), 1e-5).epsilon == pytest.approx(
-        accountant.get_epsilon(1e-5), rel=2e-3)
+    reference = accountant.get_epsilon(1e-5)
+    # ours is the exact closed form, theirs connect-the-dots (an upper bound, 5e-11 above it
+    # here): ours may not exceed theirs, nor fall below it by more than their grid's error
+    epsilon = PB.epsilon(Schedule((phase,)), 1e-5).epsilon
+    assert reference * (1 - 1e-6) <= epsilon <= reference * (1 + 1e-12)
 
 
 def test_shuffle_once_lower_bound_is_one_epoch_at_reduced_noise():
@@ -192,6 +195,9 @@ RANDOM_ALLOCATION = [
 # 12; 1.29× at σ = 3, t = 1000, where the package's combined bound takes its recursive and
 # analytic methods too, which dpcalc does not implement
 BEST_UPPER_FACTOR = 1.3
+# where ours is below the package's best: σ = 4, t = 100, δ = 1e-8, our RDP bound's best order
+# is 128 (0.1699), beyond the package's orders 2..60 (where the same RDP curves give 0.2757)
+OUR_RDP_IS_BETTER = {(4.0, 100, 1e-08)}
 
 
 @pytest.mark.parametrize("sigma,steps,delta,decomposition,best,lower", RANDOM_ALLOCATION)
@@ -201,6 +207,11 @@ def test_balls_in_bins_one_epoch_matches_the_random_allocation_package(sigma, st
     bounds = epoch_bounds(phase, delta)
     assert bounds.upper_source == "random-allocation"
     assert bounds.upper <= decomposition * (1 + 1e-4)
+    if best == decomposition and (sigma, steps, delta) not in OUR_RDP_IS_BETTER:
+        # no method of the package beats its decomposition bound here, nor does our RDP
+        # bound: a value below it would be a broken formula (dropping the 1/λ of the remove
+        # bound gave 0.97715 for 1.0297781), so the comparison is two-sided
+        assert bounds.upper >= decomposition * (1 - 1e-4)
     assert bounds.upper >= lower and bounds.upper <= BEST_UPPER_FACTOR * best
     # two certified bounds of one quantity: our lower below their best upper; ours is within
     # 1% of their lower or above it (pb tests the whole likelihood ratio, not one threshold)
