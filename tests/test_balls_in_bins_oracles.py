@@ -7,7 +7,7 @@ other record's contribution is known and subtracted) makes the t noisy outputs
 This is the pair of Feldman & Shenfeld 2025, "Privacy amplification by random allocation"
 (the Gaussian case of their allocation scheme) and of Chua et al. 2025, "Balls-and-bins
 sampling for DP-SGD" (their Monte Carlo estimates are of this pair), and of the module doc
-of dpcalc/accounting/allocation_rdp.py. It is one admissible run, so every certified bound
+of dpcalc/accountants/allocation_rdp.py. It is one admissible run, so every certified bound
 must be at least its divergence: remove is D_α(P‖Q), add is D_α(Q‖P).
 
 Under Q the likelihood ratio is P/Q = S = (1/t) Σ_j L_j with L_j = exp((Z_j − ½)/σ²) i.i.d.
@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp
 
-from dpcalc.accounting.allocation_rdp import ORDERS, rdp_curves
+from dpcalc.accountants.allocation_rdp import ORDERS, rdp_curves
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -142,7 +142,7 @@ def test_remove_direction_rdp_is_the_exact_divergence(sigma, steps):
     np.testing.assert_allclose(bound, exact, rtol=1e-9)
 
 
-# --- the decomposition bound of one epoch (dpcalc/accounting/allocation.py) ------------------
+# --- the decomposition bound of one epoch (dpcalc/accountants/allocation.py) ------------------
 
 def decomposition_theorem(sigma: float, steps: int, delta: float,
                           discretisation: float = 1e-4) -> dict[str, float]:
@@ -203,9 +203,9 @@ def test_decomposition_bound_is_the_theorem(sigma, steps, delta, package, best):
     decomposition (``best``), the reported upper bound — the smaller of it and our RDP
     bound per direction — is that value too: an upper bound below every known theorem's
     would be a broken formula, not a better one."""
-    from dpcalc.accounting.allocation import OneEpochProfile
-    from dpcalc.accounting.epoch_samplers import epoch_upper
-    from dpcalc.accounting.schedule import Phase
+    from dpcalc.accountants.allocation import OneEpochProfile
+    from dpcalc.accountants.epoch_samplers import epoch_upper
+    from dpcalc.models.schedule import Phase
 
     theorem = decomposition_theorem(sigma, steps, delta)
     if package is not None:  # the evaluation reproduces the package (same dp_accounting grid)
@@ -226,7 +226,7 @@ def test_decomposition_bound_is_above_the_theorem_where_the_grid_is_coarse():
     package's 0.050488 is 1.2% above the theorem on a fine grid). On a 2e-6 grid the
     theorem gives 0.0498630 (remove) and 0.0490837 (add); ours is certified, so at least
     that, and within 0.2% of it."""
-    from dpcalc.accounting.allocation import OneEpochProfile
+    from dpcalc.accountants.allocation import OneEpochProfile
 
     theorem = decomposition_theorem(3.0, 1000, 1e-5, discretisation=2e-6)
     profile = OneEpochProfile(1000, 3.0, 1e-5)
