@@ -22,6 +22,18 @@ _ACCOUNTANTS: dict[str, str] = {
 
 DEFAULT_ACCOUNTANT = "pb"
 
+# Names users know from other tools -> the accountant that answers here, and why.
+ALIASES: dict[str, tuple[str, str]] = {
+    "pld": ("pb", "pld is pb here: numeric composition of the privacy loss distribution, with "
+                  "certified upper and lower bounds"),
+    "prv": ("pb", "prv (Gopi et al.'s PRV accountant) is pb here: the same numeric composition of "
+                  "the privacy loss distribution, with certified upper and lower bounds instead of "
+                  "an estimate with error bars"),
+    "clt": ("gdp", "clt is gdp here: the Gaussian-DP central-limit approximation (not a bound)"),
+}
+_WHAT = ("pb = numeric PLD composition, certified both sides (the default); rdp = Rényi DP; "
+         "gdp = central-limit approximation; pld and prv mean pb")
+
 
 def accountant_names() -> list[str]:
     """Registered names, in display order."""
@@ -30,11 +42,12 @@ def accountant_names() -> list[str]:
 
 def get_accountant(name: str, **options) -> Accountant:
     """A fresh accountant for ``name``; ``options`` go to its constructor."""
+    name = ALIASES[name][0] if isinstance(name, str) and name in ALIASES else name
     try:
         target = _ACCOUNTANTS[name]
-    except KeyError:
+    except (KeyError, TypeError):
         valid = ", ".join([*_ACCOUNTANTS, "all"])
-        raise DpcalcError(f"--accountant must be one of {valid}; got {name!r}") from None
+        raise DpcalcError(f"--accountant must be one of {valid}; got {name!r} ({_WHAT})") from None
     module_name, class_name = target.split(":")
     return getattr(import_module(module_name), class_name)(**options)
 
@@ -48,6 +61,7 @@ def resolve_names(requested: list[str] | None) -> list[str]:
         for name in (part.strip() for part in item.split(",")):
             if not name:
                 continue
+            name = ALIASES[name][0] if name in ALIASES else name
             chosen = accountant_names() if name == "all" else [name]
             for chosen_name in chosen:
                 if chosen_name not in _ACCOUNTANTS:
@@ -57,5 +71,15 @@ def resolve_names(requested: list[str] | None) -> list[str]:
     if not names:
         valid = ", ".join([*_ACCOUNTANTS, "all"])
         shown = ", ".join(repr(item)[:40] for item in requested)
-        raise DpcalcError(f"--accountant must name one of {valid}; got {shown}")
+        raise DpcalcError(f"--accountant must name one of {valid}; got {shown} ({_WHAT})")
     return names
+
+
+def alias_notes(requested: list[str] | None) -> list[str]:
+    """One line per alias used in ``requested`` (e.g. prv → pb), to show beside the answer."""
+    notes: list[str] = []
+    for item in requested or []:
+        for name in (part.strip() for part in item.split(",")):
+            if name in ALIASES and ALIASES[name][1] not in notes:
+                notes.append(ALIASES[name][1])
+    return notes

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from dpcalc.accountants.registry import resolve_names
+
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.progress import waiting
@@ -74,7 +74,7 @@ def delta_command(
         raise DpcalcError("give --epsilon (ε ≥ 0 at which to report δ)")
     target = check_nonnegative(epsilon, "--epsilon")
     run = given.schedule()
-    names = resolve_names(accountant)
+    names = opt.accountants(accountant)
     with waiting("delta: composing"):
         records = [delta_record(name, run.schedule, target) for name in names]
     inputs = {**run.inputs, "epsilon": target, "accountants": names}

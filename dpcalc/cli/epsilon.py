@@ -5,7 +5,7 @@ from typing import List, Optional
 
 
 from dpcalc.accountants.evaluate import epsilon_results
-from dpcalc.accountants.registry import DEFAULT_ACCOUNTANT, resolve_names
+from dpcalc.accountants.registry import DEFAULT_ACCOUNTANT
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
@@ -39,7 +39,7 @@ def epsilon_command(
     run = given.schedule()
     target_delta = check_delta(delta)
     gate = parse_max_epsilon(max_epsilon)
-    names = resolve_names(accountant)
+    names = opt.accountants(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
     with waiting("epsilon: composing"):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from dpcalc.accountants.registry import accountant_names
+from dpcalc.accountants.registry import accountant_names, alias_notes, resolve_names
 from dpcalc.accountants.result import EpsilonResult
 from dpcalc.cli.output import budget
 from dpcalc.cli.output.records import result_notes
@@ -56,7 +56,8 @@ PHASE_NO_SIGMA = typer.Option(None, "--phase", metavar="SPEC",
 DELTA = typer.Option("1e-5", *DELTA_NAMES, metavar="FLOAT", help="Target δ in (0, 1).")
 ACCOUNTANT = typer.Option(None, "--accountant", "-a", metavar="NAME",
                           help=f"One of {', '.join(accountant_names())} or all (repeatable or "
-                               "comma-separated). Default: pb.")
+                               "comma-separated; pld and prv mean pb, clt means gdp). Default: "
+                               "pb, certified upper and lower bounds.")
 TOLERANCE = typer.Option("0.01", "--tolerance", metavar="FLOAT",
                          help="pb: refine the grid until (upper − lower) ≤ tolerance·ε.")
 MAX_EPSILON = budget.MAX_EPSILON
@@ -81,3 +82,12 @@ def footnotes(results: list[EpsilonResult], inputs: dict | None = None) -> list[
     if any(not r.certified for r in results):
         lines.append("An approximation is not a bound: do not report it as a guarantee.")
     return lines + result_notes(results)
+
+
+def accountants(requested: list[str] | None) -> list[str]:
+    """The accountants asked for (registry.resolve_names), saying on stderr where a name
+    another tool uses (pld, prv, clt) was read as one of dpcalc's."""
+    names = resolve_names(requested)
+    for note in alias_notes(requested):
+        warn(note)
+    return names

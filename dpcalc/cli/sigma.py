@@ -16,7 +16,7 @@ import typer
 from dpcalc.calibration.certify import SigmaResult
 from dpcalc.calibration.dpsgd import dpsgd_sigma
 from dpcalc.calibration.gaussian import GaussianSigmas, gaussian_mechanism_sigmas
-from dpcalc.accountants.registry import resolve_names
+
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
@@ -310,7 +310,7 @@ def sigma_command(
         raise DpcalcError("--sensitivity applies to the Gaussian mechanism only (without "
                           f"{'/'.join(_DPSGD_FLAGS)}); DP-SGD's σ is relative to the clipping norm")
     run = given.schedule(with_sigma=False)
-    names = resolve_names(accountant)
+    names = opt.accountants(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
     with waiting("sigma: calibrating"):

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 
 from dpcalc.accountants.evaluate import epsilon_curves, epsilon_results
-from dpcalc.accountants.registry import accountant_names, get_accountant, resolve_names
+from dpcalc.accountants.registry import accountant_names, get_accountant
 from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.samplers import TRUNCATED_POISSON, parse_adjacency
 from dpcalc.models.schedule import Phase, Schedule
@@ -232,7 +232,7 @@ def compare_command(
             sweep.inputs["max_batch_size"] = cap
     pb_tolerance = check_positive(tolerance, "--tolerance")
     gate = parse_max_epsilon(max_epsilon)
-    names = accountant_names() if not accountant else resolve_names(accountant)
+    names = accountant_names() if not accountant else opt.accountants(accountant)
     if plot is not None:
         from dpcalc.cli.output.plots import check_plot_path
 
