@@ -20,7 +20,7 @@ from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_range
+from dpcalc.params import check_delta, check_nonnegative, check_range
 
 FPR = typer.Option("1e-3,1e-2,0.1", "--fpr", metavar="LIST",
                    help="False-positive rates of the membership test, comma-separated, each in "
@@ -39,6 +39,11 @@ PLOT = typer.Option(None, "--plot", metavar="FILE",
                     help="Draw the trade-off curve (FPR vs TPR) with the certified band to FILE "
                          "(.png or .svg; needs matplotlib: pip install 'dpcalc\\[plot]').")
 LOG_AXES = typer.Option(False, "--log-axes", help="--plot: logarithmic FPR and TPR axes.")
+CLAIM_EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT",
+                             help="An (ε, δ) claim instead of a run (e.g. a paper's): the bounds "
+                                  "every (ε, δ)-DP mechanism meets. With --delta; no run flags.")
+CLAIM_DELTA = typer.Option(None, *opt.DELTA_NAMES, metavar="FLOAT",
+                           help="The δ of an --epsilon claim, in (0, 1). Default 1e-5.")
 
 CERTIFIED_UPPER = "certified upper bound"
 MEASURE_LABELS = {
@@ -150,6 +155,8 @@ def risk_command(
     tolerance: str = RISK_TOLERANCE,
     plot: Optional[str] = PLOT,
     log_axes: bool = LOG_AXES,
+    epsilon: Optional[str] = CLAIM_EPSILON,
+    delta: Optional[str] = CLAIM_DELTA,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
     """What the run's privacy means for an attacker: certified bounds on membership
@@ -157,15 +164,29 @@ def risk_command(
     Gaussian-DP μ, each with a certified lower bound beside it.
 
     Same inputs as `dpcalc epsilon`; every figure holds for the stated model (--sampling,
-    --adjacency).
+    --adjacency). Or an (ε, δ) claim alone (--epsilon, --delta): the bounds every
+    (ε, δ)-DP mechanism meets.
+
+    Example: dpcalc risk --q 0.01 --sigma 4 --steps 10000
+
+    Example: dpcalc risk --epsilon 8 --delta 1e-5
     """
     from dpcalc.risk.bounds import risk_bounds
 
-    run = given.schedule()
     fprs = parse_fprs(fpr)
     prior_value = check_range(prior, "--prior", 0.0, 1.0, what="probability")
     kappa = None if baseline is None else check_range(baseline, "--baseline", 1e-12, 1.0,
                                                       low_open=False, what="probability κ")
+    if epsilon is not None:
+        if plot is not None:
+            raise DpcalcError("--plot draws a run's trade-off curve; with an --epsilon claim "
+                              "give a run instead, or drop --plot")
+        emit(claim_report(given, epsilon, delta, fprs, prior_value, kappa), output_format)
+        return
+    if delta is not None:
+        raise DpcalcError("--delta goes with an --epsilon claim; a run's risk figures hold at "
+                          "every δ (drop --delta, or give --epsilon for a claim)")
+    run = given.schedule()
     if plot is not None:
         from dpcalc.cli.output.plots import check_plot_path
 
@@ -187,4 +208,41 @@ def risk_command(
     emit(report, output_format)
 
 
-__all__ = ["risk_command", "risk_records", "parse_fprs"]
+def claim_records(figures) -> list[dict]:
+    """The JSON records of an (ε, δ) claim's figures: the bound, attained by some (ε, δ)-DP
+    mechanism, so no lower bound beside it (risk/claim.py)."""
+    return [{"accountant": "claim", "measure": figure.name, "at": figure.at,
+             "value": figure.upper, "upper": figure.upper, "lower": None,
+             "no_leak": figure.no_leak, "certified": True, "kind": "bound for the claim",
+             "notes": []} for figure in figures]
+
+
+def claim_report(given: RunFlags, epsilon, delta, fprs, prior: float, kappa) -> Report:
+    """The risk table of an (ε, δ) claim; refused together with run flags."""
+    from dpcalc.risk.claim import claim_figures
+
+    if given != RUN:
+        raise DpcalcError("give either a run (--q/--batch-size, --sigma, --steps/--epochs, …) "
+                          "or an (ε, δ) claim (--epsilon, --delta), not both")
+    delta = "1e-5" if delta is None else delta
+    figures = claim_figures(epsilon, delta, fprs, prior, kappa)
+    epsilon_value = check_nonnegative(epsilon, "--epsilon")
+    delta_value = check_delta(delta)
+    inputs = {"claim": {"epsilon": epsilon_value, "delta": delta_value}, "fpr": fprs,
+              "prior": prior, "baseline": kappa}
+    notes = [f"Bounds for the claim (ε, δ) = ({epsilon_value:g}, {delta_value:g}): they hold "
+             "for every (ε, δ)-DP mechanism, and some mechanism reaches each of them (Kairouz, "
+             "Oh, Viswanath 2015). A run's own risk is usually far lower: give its q (or B and "
+             "N), σ and steps for certified figures of the run.",
+             "safe value: the largest success any (ε, δ)-DP mechanism allows (rounded up); no "
+             "leak: the same attack on a model that never saw the record.",
+             "No Gaussian-DP μ follows from an (ε, δ) claim with δ > 0: it allows an outright "
+             "failure with probability δ."]
+    columns = [column for column in RISK_COLUMNS if column.key != "lower"]
+    return Report(command="risk", title="What an (ε, δ) claim means for an attacker",
+                  inputs=inputs, results=claim_records(figures), columns=columns,
+                  plain_columns=[Column("safe value", "upper", plain_upper)], footnotes=notes,
+                  input_labels={"claim": None, "fpr": None, "prior": None, "baseline": None})
+
+
+__all__ = ["risk_command", "risk_records", "parse_fprs", "claim_records"]

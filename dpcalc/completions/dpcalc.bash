@@ -139,9 +139,11 @@ _dpcalc() {
                 --baseline) return ;;
                 --tolerance) return ;;
                 --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --epsilon|-e) return ;;
+                --delta|--target-delta) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in

@@ -118,6 +118,8 @@ complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l baseline -x -d 'Reco
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l tolerance -x -d 'Refine the grid until (upper − lower) ≤ tolerance·upper for each TPR and the advantage.'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l plot -r -F -d 'Draw the trade-off curve (FPR vs TPR) with the certified band to FILE (.png or .svg; needs matplotlib: pip install dpcalc[plot]).'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l log-axes -d '--plot: logarithmic FPR and TPR axes.'
+complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l epsilon -s e -x -d 'An (ε, δ) claim instead of a run (e.g. a papers): the bounds every (ε, δ)-DP mechanism meets. With --delta; no run flags.'
+complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l delta -l target-delta -x -d 'The δ of an --epsilon claim, in (0, 1). Default 1e-5.'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l format -s f -x -a 'table json plain' -d 'Output: table, json or plain (bare numbers).'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l help -s h -d 'Show help and exit.'
 complete -c dpcalc -n '__fish_seen_subcommand_from sigma' -l epsilon -l target-epsilon -s e -x -d 'Target ε > 0.'
