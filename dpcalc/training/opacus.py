@@ -11,20 +11,35 @@ optimizer) and ``state_dict()`` / ``load_state_dict()`` for checkpoints::
     from dpcalc import OpacusAccountant
 
     engine = PrivacyEngine()
-    engine.accountant = OpacusAccountant()        # before make_private
-    model, optimizer, loader = engine.make_private(...)
+    OpacusAccountant().attach(engine)             # before make_private(_with_epsilon)
+    model, optimizer, loader = engine.make_private_with_epsilon(   # σ from pb
+        module=model, optimizer=optimizer, data_loader=loader, target_epsilon=3.0,
+        target_delta=1e-5, epochs=20, max_grad_norm=1.0)
     ...
     engine.get_epsilon(1e-5)                      # pb's certified upper bound
     engine.accountant.bounds(1e-5)                # (upper, lower)
+
+``attach`` also makes the engine refuse what the certificate would not cover: Opacus's
+``make_private_with_epsilon`` calibrates σ through its own accountant registry, which knows
+no "dpcalc-pb" (opacus 1.6: ``ValueError: Unexpected accounting mechanism``), so attach
+calibrates with dpcalc instead; and ``poisson_sampling=False`` keeps the user's DataLoader
+(shuffled fixed-size batches, not Poisson), which is refused with the command that accounts
+for it.
 """
 from __future__ import annotations
+
+import math
 
 from dpcalc.models.samplers import ADD_REMOVE, POISSON
 from dpcalc.training.accountant import PrivacyAccountant
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_sampling_rate
+from dpcalc.params import check_count, check_positive, check_sampling_rate
 
 MECHANISM = "dpcalc-pb"
+NOT_POISSON = ("poisson_sampling=False keeps your DataLoader, which shuffles and cuts fixed-size "
+               "batches: the Poisson certificate OpacusAccountant gives does not cover it. Keep "
+               "poisson_sampling=True, or account for the shuffled loader with `dpcalc epsilon "
+               "--sampling shuffle --adjacency zero-out --batch-size B --dataset-size N`")
 
 
 class OpacusAccountant(PrivacyAccountant):
@@ -50,6 +65,63 @@ class OpacusAccountant(PrivacyAccountant):
         """ε at ``delta``: pb's certified upper bound. Opacus-specific options (e.g. the RDP
         accountant's ``alphas``) do not apply and are ignored."""
         return self.epsilon(delta)
+
+    def attach(self, engine):
+        """Make ``engine`` (an Opacus PrivacyEngine) account with this object: its
+        ``accountant`` is set, ``make_private`` refuses ``poisson_sampling=False`` (module
+        doc), and ``make_private_with_epsilon`` calibrates σ with pb's certified bound
+        (:meth:`noise_multiplier`) before calling ``make_private``. Returns ``engine``."""
+        if not callable(getattr(engine, "make_private", None)):
+            raise DpcalcError("attach needs an Opacus PrivacyEngine (an object with make_private)")
+        engine.accountant = self
+        make_private = engine.make_private
+        accountant = self
+
+        def checked_make_private(*args, poisson_sampling: bool = True, **kwargs):
+            if not poisson_sampling:
+                raise DpcalcError(NOT_POISSON)
+            return make_private(*args, poisson_sampling=True, **kwargs)
+
+        def make_private_with_epsilon(*, data_loader, target_epsilon: float,
+                                      target_delta: float, epochs: int | None = None,
+                                      steps: int | None = None, poisson_sampling: bool = True,
+                                      epsilon_tolerance=None, **kwargs):
+            if not poisson_sampling:
+                raise DpcalcError(NOT_POISSON)
+            sigma = accountant.noise_multiplier(target_epsilon, target_delta,
+                                                1.0 / len(data_loader), epochs=epochs,
+                                                steps=steps)
+            return checked_make_private(data_loader=data_loader, noise_multiplier=sigma,
+                                        poisson_sampling=True, **kwargs)
+
+        engine.make_private = checked_make_private
+        engine.make_private_with_epsilon = make_private_with_epsilon
+        return engine
+
+    def noise_multiplier(self, target_epsilon: float, target_delta: float, sample_rate: float,
+                         *, epochs: float | None = None, steps: int | None = None) -> float:
+        """The smallest σ whose pb certified ε for a fresh run (this accountant must hold no
+        steps yet) is ≤ ``target_epsilon`` at ``target_delta``: ``steps`` Poisson steps
+        at ``sample_rate``, or ⌈epochs/sample_rate⌉ (Opacus runs epochs·len(loader) steps,
+        and sample_rate = 1/len(loader)). Opacus's get_noise_multiplier gives the same σ from
+        its own accountants."""
+        from dpcalc.calibration.dpsgd import dpsgd_sigma
+        from dpcalc.models.schedule import Phase, Schedule
+
+        rate = check_sampling_rate(sample_rate, "sample_rate")
+        if (epochs is None) == (steps is None):
+            raise DpcalcError("give either epochs or steps")
+        if steps is None:
+            epochs = check_positive(epochs, "epochs")
+            steps = max(1, math.ceil(epochs / rate * (1.0 - 1e-12)))
+        steps = check_count(steps, "steps")
+        new = Phase(rate, 1.0, steps, self.sampling, self.adjacency)
+        if self._phases:
+            raise DpcalcError("make_private_with_epsilon calibrates a fresh run: this accountant "
+                              "already holds steps (call it before training)")
+        found = dpsgd_sigma("pb", target_epsilon, target_delta, schedule=Schedule((new,)),
+                            tolerance=self.tolerance)
+        return found.sigma
 
     def get_optimizer_hook_fn(self, sample_rate: float):
         """The function make_private attaches to the DPOptimizer: one step per optimizer step,
