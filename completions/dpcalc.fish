@@ -116,7 +116,7 @@ complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l fpr -x -d 'False-pos
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l prior -x -d 'Prior probability in (0, 1) of the world with the record, for the posterior success of the Bayes-optimal guess.'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l baseline -x -d 'Reconstruction: the success probability κ in [1e-12, 1) of the best guess without the record (e.g. 1/#candidates); adds the bound of Hayes, Mahloujifar & Balle 2023.'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l tolerance -x -d 'Refine the grid until (upper − lower) ≤ tolerance·upper for each TPR and the advantage.'
-complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l plot -r -F -d 'Draw the trade-off curve (FPR vs TPR) with the certified band to FILE (.png or .svg; needs matplotlib: pip install dpcalc[plot]).'
+complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l plot -r -F -d 'Draw the trade-off curve (FPR vs TPR) with the certified band to FILE (.png or .svg; needs matplotlib: pip install dpcalc-privacy[plot]).'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l log-axes -d '--plot: logarithmic FPR and TPR axes.'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l epsilon -s e -x -d 'An (ε, δ) claim instead of a run (e.g. a papers): the bounds every (ε, δ)-DP mechanism meets. With --delta; no run flags.'
 complete -c dpcalc -n '__fish_seen_subcommand_from risk' -l delta -l target-delta -x -d 'The δ of an --epsilon claim, in (0, 1). Default 1e-5.'

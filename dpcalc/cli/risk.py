@@ -37,7 +37,7 @@ RISK_TOLERANCE = typer.Option("0.01", "--tolerance", metavar="FLOAT",
                                    "each TPR and the advantage.")
 PLOT = typer.Option(None, "--plot", metavar="FILE",
                     help="Draw the trade-off curve (FPR vs TPR) with the certified band to FILE "
-                         "(.png or .svg; needs matplotlib: pip install 'dpcalc\\[plot]').")
+                         "(.png or .svg; needs matplotlib: pip install 'dpcalc-privacy\\[plot]').")
 LOG_AXES = typer.Option(False, "--log-axes", help="--plot: logarithmic FPR and TPR axes.")
 CLAIM_EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT",
                              help="An (ε, δ) claim instead of a run (e.g. a paper's): the bounds "

@@ -37,7 +37,8 @@ def completions_command(shell: Shell = SHELL) -> None:
 
     Install it once: bash, add `eval "$(dpcalc completions bash)"` to ~/.bashrc; zsh, write
     it as _dpcalc into a folder of your $fpath (e.g. `dpcalc completions zsh >
-    ~/.zfunc/_dpcalc` with `fpath=(~/.zfunc $fpath)` before compinit in ~/.zshrc); fish,
+    ~/.zfunc/_dpcalc` after `mkdir -p ~/.zfunc`, with `fpath=(~/.zfunc $fpath)` before compinit in
+    ~/.zshrc); fish, `mkdir -p ~/.config/fish/completions` then
     `dpcalc completions fish > ~/.config/fish/completions/dpcalc.fish`.
 
     Example: dpcalc completions bash > ~/.local/share/bash-completion/completions/dpcalc
