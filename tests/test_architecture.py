@@ -27,7 +27,7 @@ ALLOWED = {
              "errors"},
     "group": {"calibration", "accountants", "pb", "pld", "models", "numerics", "params",
               "errors"},
-    "training": {"accountants", "pb", "models", "numerics", "params", "errors"},
+    "training": {"calibration", "accountants", "pb", "models", "numerics", "params", "errors"},
     "dpsgd": {"params", "errors"},
     "audit": {"dpsgd", "params", "errors"},
     "cli": {"risk", "group", "calibration", "training", "accountants", "pb", "pld", "models",

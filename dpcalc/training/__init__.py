@@ -2,5 +2,6 @@
 (accountant.py), OpacusAccountant, its adapter for Opacus's PrivacyEngine (opacus.py), and
 the federated helpers (federated.py).
 
-May import: accountants, pb, models, params, errors. Never imports torch or opacus.
+May import: calibration, accountants, pb, models, params, errors. Never imports torch or
+opacus.
 """
