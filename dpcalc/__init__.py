@@ -16,6 +16,13 @@ In a training loop, a stateful accountant (consecutive equal steps merge into on
     accountant.step(noise_multiplier=1.1, sample_rate=256 / 60_000)   # after each step
     accountant.epsilon(1e-5), accountant.bounds(1e-5)                 # upper, (upper, lower)
 
+A batch sampler that draws the run its certificate is for (NumPy only; a PyTorch
+``DataLoader(dataset, batch_sampler=sampler)``, or ``x[batch]`` in JAX/NumPy loops)::
+
+    from dpcalc import BallsInBinsSampler
+    sampler = BallsInBinsSampler(60_000, batch_size=256, epochs=60, seed=0)
+    get_accountant("pb").epsilon(sampler.schedule(1.1), 1e-5)   # exactly the run drawn
+
 Opacus users: ``engine.accountant = dpcalc.OpacusAccountant()`` (see dpcalc.training.opacus).
 """
 
@@ -62,6 +69,11 @@ _EXPORTS = {
     "ADJACENCIES": "dpcalc.models.samplers",
     "PrivacyAccountant": "dpcalc.training.accountant",
     "OpacusAccountant": "dpcalc.training.opacus",
+    "PoissonSampler": "dpcalc.models.batch_samplers",
+    "FixedSizeSampler": "dpcalc.models.batch_samplers",
+    "TruncatedPoissonSampler": "dpcalc.models.batch_samplers",
+    "ShuffleSampler": "dpcalc.models.batch_samplers",
+    "BallsInBinsSampler": "dpcalc.models.batch_samplers",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -28,7 +28,7 @@ ALLOWED = {
     "group": {"calibration", "accountants", "pb", "pld", "models", "numerics", "params",
               "errors"},
     "training": {"calibration", "accountants", "pb", "models", "numerics", "params", "errors"},
-    "dpsgd": {"params", "errors"},
+    "dpsgd": {"models", "numerics", "params", "errors"},
     "audit": {"dpsgd", "params", "errors"},
     "cli": {"risk", "group", "calibration", "training", "accountants", "pb", "pld", "models",
             "numerics", "audit", "dpsgd", "params", "errors", "dpcalc"},

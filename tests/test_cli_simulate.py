@@ -60,8 +60,8 @@ def test_final_epsilon_agrees_with_the_epsilon_command_for_the_steps_run():
     # the lower bounds too, at a tolerance below the rounding slack η the curve must subtract
     # (was checked from one side only, against the upper bound): measured 5e-10 apart, while
     # η is 1.8e-6 of ε at the first epoch (a curve without η failed here)
-    from dpcalc.accounting.pb import PrivacyBucketsAccountant
-    from dpcalc.accounting.schedule import Schedule
+    from dpcalc.accountants.pb import PrivacyBucketsAccountant
+    from dpcalc.models.schedule import Schedule
 
     for entry in (middle, final):
         bounds = PrivacyBucketsAccountant().epsilon(

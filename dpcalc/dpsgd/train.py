@@ -1,11 +1,14 @@
 """The DP-SGD loop of Abadi et al. 2016 (Algorithm 1) and its non-private baseline.
 
-One step: sample a batch (Poisson at rate q = B/N, or the next fixed batch of a
-shuffled epoch), clip every per-example gradient to global L2 norm C, sum, add
+One step: sample a batch (``batch_sampler``: the library samplers of
+dpcalc.models.batch_samplers, Poisson at rate q = B/N, fixed-size, shuffled epochs or
+balls-in-bins), clip every per-example gradient to global L2 norm C, sum, add
 N(0, σ²C² I), divide by the expected batch size B, and take an SGD step (optional
-momentum). Randomness comes from three independent PCG64 streams spawned from the
-seed (initialisation, sampling, noise), so a seed reproduces a run bit for bit and
-the baseline sees exactly the batches the private run saw.
+momentum). Audit canaries placed in shuffled epochs (dpcalc.audit) have their own
+permutation of N + canaries (``placed_epoch_batches``). Randomness comes from three
+independent PCG64 streams spawned from the seed (initialisation, sampling, noise), so a
+seed reproduces a run bit for bit and the baseline sees exactly the batches the private
+run saw.
 """
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ import numpy as np
 from dpcalc.dpsgd.data import Split
 from dpcalc.dpsgd.models import ACTIVATIONS, Params, SoftmaxModel, build_model
 from dpcalc.errors import DpcalcError
+from dpcalc.models.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
+                                          ShuffleSampler, fixed_batch, poisson_batch,
+                                          shuffled_epoch)
 from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_range,
                            resolve_steps)
 
@@ -161,22 +167,15 @@ def noisy_average(clipped_sum: Params, noise_multiplier: float, clip_norm: float
                  for summed in clipped_sum)
 
 
-def sample_poisson_batch(n_examples: int, sampling_rate: float,
-                         rng: np.random.Generator) -> np.ndarray:
-    """Indices of a Poisson sample: every example independently with probability q."""
-    return np.flatnonzero(rng.random(n_examples) < sampling_rate)
-
-
-def sample_fixed_batch(n_examples: int, batch_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of B examples drawn uniformly without replacement (independent each step)."""
-    return np.sort(rng.choice(n_examples, size=batch_size, replace=False))
+# The library's draws (dpcalc.models.batch_samplers), under the names this module exported.
+sample_poisson_batch = poisson_batch
+sample_fixed_batch = fixed_batch
 
 
 def shuffled_epoch_batches(n_examples: int, batch_size: int,
                            rng: np.random.Generator) -> list[np.ndarray]:
     """One shuffled epoch cut into ceil(N/B) batches; the last holds N mod B if nonzero."""
-    order = rng.permutation(n_examples)
-    return [order[start:start + batch_size] for start in range(0, n_examples, batch_size)]
+    return shuffled_epoch(n_examples, batch_size, rng)
 
 
 def placed_epoch_batches(n_examples: int, extra: int, batch_size: int,
@@ -188,14 +187,17 @@ def placed_epoch_batches(n_examples: int, extra: int, batch_size: int,
     return np.array_split(rng.permutation(n_examples + extra), batches)
 
 
-def balls_in_bins_epoch_batches(n_examples: int, batch_size: int,
-                                rng: np.random.Generator) -> list[np.ndarray]:
-    """One balls-in-bins epoch: each example put in one of ceil(N/B) steps, uniformly and
-    independently (batches of random size, B on average)."""
-    steps = math.ceil(n_examples / batch_size)
-    slots = rng.integers(0, steps, size=n_examples)
-    order = np.argsort(slots, kind="stable")
-    return np.split(order, np.searchsorted(slots[order], np.arange(1, steps)))
+def batch_sampler(config: TrainingConfig, n_train: int,
+                  seed: np.random.SeedSequence | int | None = None):
+    """The library sampler (dpcalc.models.batch_samplers) that draws this run's batches:
+    ``planned_steps`` of them under ``config.sampling``, B = ``config.batch_size``; its
+    ``schedule(σ, adjacency)`` is the run's model. ``seed``: the sampling stream (default:
+    the one ``train_dp_sgd`` draws from for ``config.seed``)."""
+    steps = planned_steps(config, n_train)
+    seed = _seed_sequences(config.seed)[1] if seed is None else seed
+    sampler = {"poisson": PoissonSampler, "fixed": FixedSizeSampler,
+               "shuffle": ShuffleSampler, "balls-in-bins": BallsInBinsSampler}[config.sampling]
+    return sampler(n_train, batch_size=config.batch_size, steps=steps, seed=seed)
 
 
 def steps_per_epoch(config: TrainingConfig, n_train: int) -> float:
@@ -243,35 +245,25 @@ def _epoch_end_steps(config: TrainingConfig, n_train: int, total_steps: int) -> 
     return ends
 
 
-def _batch_stream(config: TrainingConfig, n_train: int, total_steps: int,
-                  rng: np.random.Generator, placed: int = 0) -> Iterator[np.ndarray]:
-    if config.sampling == "poisson":
-        sampling_rate = config.batch_size / n_train
-        for _ in range(total_steps):
-            yield sample_poisson_batch(n_train, sampling_rate, rng)
-        return
-    if config.sampling == "fixed":
-        for _ in range(total_steps):
-            yield sample_fixed_batch(n_train, config.batch_size, rng)
-        return
-    epoch_batches = (shuffled_epoch_batches if config.sampling == "shuffle"
-                     else balls_in_bins_epoch_batches)
-    if placed:
-        def epoch_batches(n, size, generator):
-            return placed_epoch_batches(n, placed, size, generator)
+def _placed_stream(config: TrainingConfig, n_train: int, total_steps: int,
+                   rng: np.random.Generator, placed: int) -> Iterator[np.ndarray]:
+    """Shuffled epochs of the N examples and ``placed`` audit canaries (placed_epoch_batches)."""
     produced = 0
     while produced < total_steps:
-        for batch in epoch_batches(n_train, config.batch_size, rng):
+        for batch in placed_epoch_batches(n_train, placed, config.batch_size, rng):
             if produced == total_steps:
                 return
             produced += 1
             yield batch
 
 
-def _streams(seed: int) -> tuple[np.random.Generator, ...]:
-    """Independent generators for initialisation, sampling and noise."""
-    children = np.random.SeedSequence(seed).spawn(3)
-    return tuple(np.random.Generator(np.random.PCG64(child)) for child in children)
+def _seed_sequences(seed: int) -> list[np.random.SeedSequence]:
+    """Independent streams for initialisation, sampling and noise."""
+    return np.random.SeedSequence(seed).spawn(3)
+
+
+def _generator(seed: np.random.SeedSequence) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(seed))
 
 
 def _accuracy(model: SoftmaxModel, params: Params, split: Split) -> float:
@@ -326,7 +318,8 @@ def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool
     epoch_ends = set(_epoch_end_steps(config, n_train, total_steps))
     per_epoch = steps_per_epoch(config, n_train)
     model = build_model(train.n_features, train.n_classes, config.hidden_units, config.activation)
-    init_rng, sampling_rng, noise_rng = _streams(config.seed)
+    init_seed, sampling_seed, noise_seed = _seed_sequences(config.seed)
+    init_rng, noise_rng = _generator(init_seed), _generator(noise_seed)
     params = tuple(np.array(p) for p in model.init_params(init_rng))
     velocity = tuple(np.zeros_like(p) for p in params)
     records: list[EpochRecord] = []
@@ -334,8 +327,9 @@ def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool
     # canaries that take slots in shuffled batches (dpcalc.audit, --sampling shuffle)
     placed = (int(getattr(canaries, "placed_records", 0))
               if private and canaries is not None and config.sampling == "shuffle" else 0)
-    for step, batch in enumerate(_batch_stream(config, n_train, total_steps, sampling_rng,
-                                               placed), 1):
+    batches = (_placed_stream(config, n_train, total_steps, _generator(sampling_seed), placed)
+               if placed else batch_sampler(config, n_train, sampling_seed))
+    for step, batch in enumerate(batches, 1):
         if placed:
             canaries.place(batch[batch >= n_train] - n_train, int(batch.shape[0]))
             batch = batch[batch < n_train]
