@@ -20,7 +20,6 @@ import sys
 
 import numpy as np
 import pytest
-from scipy.special import log_ndtr
 
 from dpcalc.pb import composed
 from dpcalc.risk import bounds as risk_bounds_module
@@ -86,26 +85,31 @@ def test_numeric_mu_search_alone_brackets_the_exact_gaussian_mu(monkeypatch, ste
     assert 0.0 <= low < 1e-6 and high > 0.999
 
 
-def _exact_poisson_log_profile(q, sigma, epsilons):
-    """ln δ(ε) of one step's remove pair ((1−q)N(0)+qN(1), N(0)), accounting-methods §2:
-    δ(ε) = (1−q)Φ̄(x/σ) + qΦ̄((x−1)/σ) − e^ε Φ̄(x/σ), x = σ²[ln(expm1(ε) + q) − ln q] + ½;
-    as qΦ̄((x−1)/σ) − (e^ε − 1 + q)Φ̄(x/σ) = qΦ̄((x−1)/σ) − qe^{(2x−1)/(2σ²)}Φ̄(x/σ)."""
-    x = sigma**2 * (np.log(np.expm1(epsilons) + q) - math.log(q)) + 0.5
-    first = math.log(q) + log_ndtr(-(x - 1) / sigma)
-    second = math.log(q) + (2 * x - 1) / (2 * sigma**2) + log_ndtr(-x / sigma)
-    return first + np.log(-np.expm1(second - first))
+def _exact_poisson_profile(q, sigma, epsilon):
+    """δ(ε) of one step's remove pair ((1−q)N(0)+qN(1), N(0)) at 50 digits, accounting-methods
+    §2: δ(ε) = (1−q)Φ̄(x/σ) + qΦ̄((x−1)/σ) − e^ε Φ̄(x/σ), x = σ²[ln(expm1(ε) + q) − ln q] + ½."""
+    import mpmath as mp
+
+    with mp.workdps(50):
+        q, sigma, epsilon = mp.mpf(q), mp.mpf(sigma), mp.mpf(epsilon)
+        x = sigma**2 * (mp.log(mp.expm1(epsilon) + q) - mp.log(q)) + mp.mpf(1) / 2
+        tail = lambda z: 1 - mp.ncdf(z)  # noqa: E731
+        return (1 - q) * tail(x / sigma) + q * tail((x - 1) / sigma) - mp.e**epsilon * tail(x / sigma)
 
 
-def _mu_needed(log_delta, epsilon):
-    """The smallest μ with δ_μ(ε) ≥ δ (δ_μ rises in μ), by bisection in log space."""
-    low, high = 1e-12, 1e3
-    for _ in range(200):
-        middle = math.sqrt(low * high)
-        if risk.log_gdp_delta(middle, np.array([epsilon]))[0] >= log_delta:
-            high = middle
-        else:
-            low = middle
-    return low
+def _mu_needed(delta, epsilon):
+    """The smallest μ with δ_μ(ε) ≥ δ (δ_μ rises in μ), bisected at 50 digits (Balle & Wang
+    2018, Thm 8): an oracle independent of dpcalc's δ_μ."""
+    import mpmath as mp
+
+    with mp.workdps(50):
+        low, high, epsilon = mp.mpf("1e-12"), mp.mpf(1000), mp.mpf(epsilon)
+        for _ in range(70):
+            middle = mp.sqrt(low * high)
+            value = (mp.ncdf(-epsilon / middle + middle / 2)
+                     - mp.e**epsilon * mp.ncdf(-epsilon / middle - middle / 2))
+            low, high = (low, middle) if value >= delta else (middle, high)
+        return float(low)
 
 
 @pytest.mark.parametrize("q, sigma", [(1e-6, 10.0), (1e-4, 2.0), (1e-3, 30.0)])
@@ -116,9 +120,8 @@ def test_small_mu_lower_bound_is_not_the_search_start(q, sigma):
     well below the old start of 1e-6 where the truth is."""
     bounds = _mu_bounds(Schedule.single(q, sigma, 1))
     top = bounds.epsilon_range
-    epsilons = np.linspace(top * 1e-4, top, 400)
-    needed = max(_mu_needed(value, eps) for value, eps
-                 in zip(_exact_poisson_log_profile(q, sigma, epsilons), epsilons))
+    epsilons = np.linspace(top * 1e-4, top, 60)
+    needed = max(_mu_needed(_exact_poisson_profile(q, sigma, eps), eps) for eps in epsilons)
     assert bounds.upper >= needed
     assert 0.0 < bounds.lower <= bounds.upper
     assert bounds.lower <= needed * (1 + 1e-3)  # not above the truth (dense grid estimate)
@@ -158,3 +161,32 @@ def test_report_states_a_finite_mu_at_q_one():
                            "--steps", "1000"], capture_output=True, text=True, check=True)
     line = next(line for line in done.stdout.splitlines() if "Gaussian DP" in line)
     assert "inf" not in line and "31.62" in line
+
+
+def test_the_statement_claims_mu_only_on_the_checked_fpr_range():
+    """`report` once printed "for every FPR ≥ low" and dropped the range's upper end; at
+    q = 1e-6, σ = 10, T = 1 the add order's exact Neyman–Pearson test then beats
+    Φ(Φ⁻¹(α) + μ) at FPRs above it (independent review). The printed range must be where the
+    exact trade-off (mpmath, 50 digits) stays below the printed μ's curve."""
+    import re
+
+    import mpmath as mp
+
+    done = subprocess.run([sys.executable, "-m", "dpcalc", "report", "--q", "1e-6", "--sigma",
+                           "10", "--steps", "1"], capture_output=True, text=True, check=True)
+    line = next(line for line in done.stdout.splitlines() if "Gaussian DP" in line)
+    found = re.search(r"μ = ([0-9.e+-]+) for every FPR in \[([0-9.e+-]+), ([0-9.e+-]+)\]", line)
+    assert found, line
+    mu, low, high = (mp.mpf(value) for value in found.groups())
+    mp.mp.dps = 50
+    q, sigma = mp.mpf("1e-6"), mp.mpf(10)
+
+    def bound(alpha):
+        return mp.ncdf(mp.sqrt(2) * mp.erfinv(2 * alpha - 1) + mu)
+
+    for z in mp.linspace(-9, 9, 181):  # thresholds of the exact tests, both orders
+        remove = (1 - mp.ncdf(z), (1 - q) * (1 - mp.ncdf(z)) + q * (1 - mp.ncdf(z - 1 / sigma)))
+        add = ((1 - q) * mp.ncdf(z) + q * mp.ncdf(z - 1 / sigma), mp.ncdf(z))
+        for alpha, tpr in (remove, add):
+            if low <= alpha <= high:
+                assert tpr <= bound(alpha), (float(alpha), float(tpr - bound(alpha)))

@@ -36,15 +36,28 @@ class StandInOptimizer:
             hook(self)
 
 
+class StandInDPDataLoader(list):
+    """opacus 1.6's DPDataLoader.from_data_loader: Poisson at 1/len(loader), and
+    int(1/sample_rate) batches (UniformWithReplacementSampler.num_samples)."""
+
+    def __init__(self, data_loader):
+        self.sample_rate = 1 / len(data_loader)
+        super().__init__(range(int(1 / self.sample_rate)))
+
+
 class StandInPrivacyEngine:
     """The calls opacus 1.6's PrivacyEngine makes, in order."""
 
     def __init__(self):
         self.accountant = None
+        self.dataset = None
         self.made = {}
 
     def make_private(self, *, module, optimizer, data_loader, noise_multiplier, max_grad_norm,
                      poisson_sampling: bool = True, **kwargs):
+        self.dataset = data_loader  # _prepare_data_loader
+        if poisson_sampling:
+            data_loader = StandInDPDataLoader(data_loader)
         sample_rate = 1 / len(data_loader)
         optimizer = StandInOptimizer(noise_multiplier)
         optimizer.attach_step_hook(self.accountant.get_optimizer_hook_fn(sample_rate=sample_rate))
@@ -64,6 +77,7 @@ class StandInPrivacyEngine:
 
 
 LOADER = list(range(200))  # len() = 200 batches: sample_rate 1/200
+ODD_LOADER = list(range(93))  # int(1/(1/93)) = 92: Opacus's loader has one batch fewer
 
 
 def test_without_attach_opacus_1_6_rejects_the_mechanism():
@@ -75,24 +89,45 @@ def test_without_attach_opacus_1_6_rejects_the_mechanism():
                                          max_grad_norm=1.0)
 
 
-@pytest.mark.parametrize("target, epochs", [(3.0, 10), (1.0, 5), (8.0, 30)])
-def test_attach_calibrates_sigma_with_pb_and_training_meets_the_target(target, epochs):
+@pytest.mark.parametrize("target, epochs, data", [(3.0, 10, LOADER), (1.0, 5, LOADER),
+                                                  (8.0, 30, LOADER), (2.0, 10, ODD_LOADER)])
+def test_attach_calibrates_sigma_with_pb_and_training_meets_the_target(target, epochs, data):
     engine = OpacusAccountant().attach(StandInPrivacyEngine())
     _, optimizer, loader = engine.make_private_with_epsilon(
-        module=None, optimizer=None, data_loader=LOADER, target_epsilon=target,
+        module=None, optimizer=None, data_loader=data, target_epsilon=target,
         target_delta=1e-5, epochs=epochs, max_grad_norm=1.0)
     sigma = engine.made["noise_multiplier"]
     assert engine.made["poisson_sampling"] is True
-    steps = epochs * len(loader)
+    steps = epochs * len(loader)  # Opacus's loader: int(1/(1/L)) batches an epoch
     for _ in range(steps):  # the training loop: one hook call per optimizer step
         optimizer.step()
     assert engine.accountant.steps == steps
-    assert engine.get_epsilon(1e-5) <= target
-    run = Schedule.single(1 / len(LOADER), sigma, steps)
-    assert get_accountant("pb").epsilon(run, 1e-5).epsilon <= target
-    # and the smallest such σ, to the calibration's precision
-    less = Schedule.single(1 / len(LOADER), sigma * (1 - 3e-3), steps)
+    assert engine.get_epsilon(1e-5) <= target  # what the hook recorded, at 1/len(loader)
+    true_run = Schedule.single(loader.sample_rate, sigma, steps)  # the Poisson rate drawn
+    assert get_accountant("pb").epsilon(true_run, 1e-5).epsilon <= target
+    # and the smallest such σ for what was recorded, to the calibration's precision
+    less = Schedule.single(1 / len(loader), sigma * (1 - 3e-3), steps)
     assert get_accountant("pb").epsilon(less, 1e-5).epsilon > target
+
+
+def test_attach_after_make_private_is_refused():
+    """make_private hooked the engine's old accountant to the optimizer: attaching later would
+    leave this one at ε = 0 while training runs (independent review)."""
+    engine = StandInPrivacyEngine()
+    engine.accountant = OpacusAccountant()
+    engine.make_private(module=None, optimizer=None, data_loader=LOADER, noise_multiplier=1.0,
+                        max_grad_norm=1.0)
+    with pytest.raises(DpcalcError, match="before make_private"):
+        OpacusAccountant().attach(engine)
+
+
+def test_adaptive_clipping_is_refused():
+    """AdaClipDPOptimizer's noise_multiplier is the gradients' share of the noise; its
+    clipped-count release is never charged by the hook."""
+    engine = OpacusAccountant().attach(StandInPrivacyEngine())
+    with pytest.raises(DpcalcError, match="adaptive"):
+        engine.make_private(module=None, optimizer=None, data_loader=LOADER, noise_multiplier=1.0,
+                            max_grad_norm=1.0, clipping="adaptive")
 
 
 def test_attach_refuses_a_shuffled_loader_loudly():

@@ -111,3 +111,23 @@ def test_gaussian_epsilon_at_subnormal_delta_and_mu():
 
     value = gaussian_epsilon(1e-320, 4.757236210389238e+307)
     assert math.isfinite(value) and value >= 0.0
+
+
+@pytest.mark.parametrize("dataset_size", [100, None])
+def test_fixed_full_batch_add_remove_lower_bound_is_an_attained_runs(dataset_size):
+    """--sampling fixed with B = N under add/remove: the neighbour with N − 1 records cannot
+    hold a batch of N, so the pair at γ = 1 is not attained; its certified lower ε (284.39
+    at N = 100, σ = 1, T = 100) exceeded the certified UPPER ε of the only instance, the
+    neighbour with N + 1 records at γ′ = N/(N + 1) (281.19; independent review). The lower
+    bound must now be at most that instance's upper bound (N unknown: γ′ = 1/2 ≤ every
+    N/(N + 1))."""
+    from dpcalc import Schedule, get_accountant
+    from dpcalc.models.schedule import Phase
+
+    pb = get_accountant("pb")
+    full = Phase(1.0, 1.0, 100, "fixed", "add-remove", dataset_size, dataset_size)
+    found = pb.epsilon(Schedule((full,)), 1e-5)
+    smallest_n = 1 if dataset_size is None else dataset_size
+    instance = Phase(smallest_n / (smallest_n + 1), 1.0, 100, "fixed", "add-remove")
+    assert found.epsilon_lower <= pb.epsilon(Schedule((instance,)), 1e-5).epsilon
+    assert found.epsilon_lower > 0 and found.epsilon_lower <= found.epsilon

@@ -18,7 +18,8 @@ from scipy.special import ndtr, ndtri
 
 from dpcalc.pb.composed import composed_directions
 from dpcalc.risk.bounds import risk_bounds
-from dpcalc.risk.gdp_mu import gdp_mu_bounds, log_gdp_delta
+from dpcalc.models.gaussian import gdp_delta
+from dpcalc.risk.gdp_mu import gdp_mu_bounds
 from dpcalc.risk.tradeoff import tpr_lower, tpr_upper
 from dpcalc.models.schedule import Schedule
 from dpcalc.models.worst_case import worst_case
@@ -39,7 +40,7 @@ def test_gaussian_closed_form_is_bracketed_and_matched(sigma, steps):
     advantage = 2 * float(ndtr(mu / 2)) - 1
     assert bounds.advantage.lower <= advantage <= bounds.advantage.upper <= advantage * 1.005
     threshold = abs(math.log(0.3 / 0.7))
-    posterior = 0.7 + 0.3 * math.exp(float(log_gdp_delta(mu, np.array([threshold]))[0]))
+    posterior = 0.7 + 0.3 * float(gdp_delta(threshold, mu))
     assert bounds.posterior.lower <= posterior <= bounds.posterior.upper <= posterior * 1.005
     assert bounds.gdp.lower <= mu * (1 + 1e-9) and bounds.gdp.upper >= mu * (1 - 1e-9)
     assert bounds.gdp.upper <= mu * 1.005

@@ -15,8 +15,18 @@ from riskcal.analysis.conversions import get_advantage_from_adp, get_beta_from_a
 
 from dpcalc.risk.claim import claim_figures
 
-POINTS = [(0.5, 1e-5), (1.0, 1e-5), (3.0, 1e-6), (8.0, 1e-5), (0.1, 0.01)]
-FPRS = (1e-4, 1e-3, 0.01, 0.1, 0.5)
+POINTS = [(0.5, 1e-5), (1.0, 1e-5), (3.0, 1e-6), (8.0, 1e-5), (0.1, 0.01), (0.0, 1e-12),
+          (1e-9, 1e-10)]
+FPRS = (1e-12, 1e-4, 1e-3, 0.01, 0.1, 0.5)
+
+
+def _exact_tpr(epsilon, delta, alpha):
+    """min{1, e^ε α + δ, 1 − e^{−ε}(1 − δ − α)} at 50 digits (Kairouz et al. 2015)."""
+    import mpmath as mp
+
+    with mp.workdps(50):
+        e, d, a = mp.mpf(epsilon), mp.mpf(delta), mp.mpf(alpha)
+        return float(min(1, mp.e**e * a + d, 1 - mp.e**(-e) * (1 - d - a)))
 
 
 def _randomized_response(epsilon, delta):
@@ -45,13 +55,20 @@ def test_claim_tpr_and_advantage_match_riskcal_and_brute_force(epsilon, delta):
     tprs = {f.at: f.upper for f in figures if f.name == "tpr"}
     p, q = _randomized_response(epsilon, delta)
     for alpha in FPRS:
-        expected = 1 - float(get_beta_from_adp(epsilon, delta, alpha))
-        assert tprs[alpha] >= expected
-        assert tprs[alpha] == pytest.approx(expected, rel=1e-9, abs=1e-15)
+        expected = _exact_tpr(epsilon, delta, alpha)
+        assert tprs[alpha] >= expected  # never below the extremal pair's exact TPR
+        assert tprs[alpha] == pytest.approx(expected, rel=1e-9)
+        assert tprs[alpha] == pytest.approx(1 - float(get_beta_from_adp(epsilon, delta, alpha)),
+                                            rel=1e-9, abs=1e-15)
         assert tprs[alpha] == pytest.approx(_best_tpr(p, q, alpha), rel=1e-9)
     advantage = next(f.upper for f in figures if f.name == "advantage")
-    assert advantage >= get_advantage_from_adp(epsilon, delta)
-    assert advantage == pytest.approx(get_advantage_from_adp(epsilon, delta), rel=1e-9)
+    import mpmath as mp
+
+    with mp.workdps(50):
+        exact = float((mp.expm1(mp.mpf(epsilon)) + 2 * mp.mpf(delta)) / (mp.e**epsilon + 1))
+    assert advantage >= exact and advantage == pytest.approx(exact, rel=1e-9)
+    # riskcal's float form cancels in e^ε − 1 at ε ≈ 0: a looser check there
+    assert advantage == pytest.approx(get_advantage_from_adp(epsilon, delta), rel=1e-6)
     assert advantage == pytest.approx(0.5 * np.abs(p - q).sum(), rel=1e-9)
 
 

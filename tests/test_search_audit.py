@@ -240,4 +240,50 @@ def test_statement_shows_the_certified_fpr_range_rounded_inward():
 
     line = _risk_lines([{"measure": "gdp_mu", "upper": 1.5, "lower": 1.4, "at": None,
                          "fpr_range": [0.0123456, 0.9]}])[0]
-    assert "for every FPR ≥ 0.013 " in line
+    assert "for every FPR in [0.013, 0.9]" in line  # both ends, each rounded inward
+    line = _risk_lines([{"measure": "gdp_mu", "upper": 1.5, "lower": 1.4, "at": None,
+                         "fpr_range": [0.0123456, 0.99999999749]}])[0]
+    assert "[0.013, 0.99999999749]" in line
+
+
+@pytest.mark.parametrize("mu", [30.0, 316.0, 1e4, 1e5])
+def test_gaussian_profile_margin_holds_where_a_is_near_zero(mu):
+    """At ε ≈ μ²/2 (a = −ε/μ + μ/2 ≈ 0) a's rounding error is ~u·μ/2, not u·|a|: the margin
+    once vanished there and left gdp_delta_upper 2.5e-13 below the exact δ at μ = 1e4
+    (independent review). Against 80-digit values, on both sides of a = 0."""
+    import mpmath as mp
+
+    from dpcalc.models.gaussian import (_log_delta_nonnegative, _log_profile_margin,
+                                        gdp_delta_upper)
+
+    with mp.workdps(80):
+        for k in range(-20, 21, 2):
+            epsilon = mu * mu / 2 + k * 1e-3 * mu
+            e, m = mp.mpf(epsilon), mp.mpf(mu)
+            exact = mp.ncdf(-e / m + m / 2) - mp.e**e * mp.ncdf(-e / m - m / 2)
+            raised = mp.e**(mp.mpf(_log_delta_nonnegative(epsilon, mu))
+                            + mp.mpf(_log_profile_margin(epsilon, mu)))
+            assert raised >= exact, (epsilon, float((exact - raised) / exact))
+            assert mp.mpf(gdp_delta_upper(epsilon, mu)) >= exact
+
+
+@pytest.mark.parametrize("mu", [1e-9, 1e-7, 1e-3, 0.5, 3.0, 30.0, 316.0, 1e4])
+def test_gdp_delta_lower_and_upper_bracket_the_exact_profile(mu):
+    """The μ search checks δ_U ≤ gdp_delta_lower and rules μ out only above gdp_delta_upper:
+    both must bracket the 80-digit δ_μ(ε) from tiny δ to δ near 1 (the plain log form the
+    search used before was 1e-6 off at μ = 1e-9: independent review)."""
+    import mpmath as mp
+
+    from dpcalc.models.gaussian import gdp_delta_lower, gdp_delta_upper
+
+    top = mu * mu / 2 + 12 * mu + 40 * mu * mu + 1e-3
+    epsilons = np.concatenate([np.geomspace(1e-12, top, 120), [0.0]])
+    lower, upper = gdp_delta_lower(epsilons, mu), gdp_delta_upper(epsilons, mu)
+    with mp.workdps(80):
+        m = mp.mpf(mu)
+        for epsilon, low, high in zip(epsilons, lower, upper):
+            e = mp.mpf(float(epsilon))
+            exact = mp.ncdf(-e / m + m / 2) - mp.e**e * mp.ncdf(-e / m - m / 2)
+            assert mp.mpf(float(low)) <= exact <= mp.mpf(float(high)), (epsilon, low, high)
+            if exact > 1e-200:  # not vacuous: within 1e-6 relative (or absolute near 1)
+                assert float(exact) - low <= 1e-6 * float(exact) + 1e-12

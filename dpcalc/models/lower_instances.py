@@ -19,6 +19,10 @@ pair; the interval then also holds the gap between the two, and the result says 
   other order's worst configuration, so no single run attains it. Instance: every other
   gradient −C, the record +C against the null record: ((1 − γ)N(0) + γN(2C),
   (1 − γ)N(0) + γN(C)) (zero_out_pairs.DisplacedNullPair), both orders.
+* fixed, add/remove with B = N: the pair at γ = 1 needs a neighbour with N − 1 records
+  holding a batch of N; the instance is the neighbour with N + 1 records instead, the same
+  pair at γ′ = N/(N + 1) (independent review: the γ = 1 pair's certified lower ε, 284.39 at
+  N = 100, σ = 1, T = 100, exceeded the γ′ instance's certified upper ε, 281.19).
 * truncated-poisson: truncated.py (:func:`truncated.contained_rate`): other gradients 0,
   the record in the cut batch with probability q_in, the Poisson pair at q_in; and where
   most batches are cut, a second run (:func:`displaced_run`, truncated_instance.py): other
@@ -63,7 +67,13 @@ FIXED_REPLACE_MIXED_NOTE = ("fixed-size, replace-one (with other samplers): the 
                             "phases), so the interval also holds the gap to the upper bound")
 
 
-INSTANCE_NOTES = (TRUNCATED_NOTE, FIXED_REPLACE_NOTE, FIXED_ZERO_OUT_NOTE, FIXED_REPLACE_MIXED_NOTE)
+FIXED_FULL_BATCH_NOTE = ("fixed-size batches of the whole dataset (B = N), add/remove: the "
+                         "neighbour with N − 1 records cannot hold a batch of N, so the pair at "
+                         "γ = 1 is not attained; the certified lower bound is the neighbour with "
+                         "N + 1 records' (γ′ = N/(N + 1), or 1/2 where N is not given)")
+
+INSTANCE_NOTES = (TRUNCATED_NOTE, FIXED_REPLACE_NOTE, FIXED_ZERO_OUT_NOTE, FIXED_REPLACE_MIXED_NOTE,
+                  FIXED_FULL_BATCH_NOTE)
 
 
 def _instance_pair(phase: Phase, uniform: bool = True) -> tuple[object, str] | None:
@@ -83,6 +93,13 @@ def _instance_pair(phase: Phase, uniform: bool = True) -> tuple[object, str] | N
     if phase.sampling == FIXED and phase.adjacency == REPLACE_ONE:
         return (worst_case(Phase(phase.sampling_rate, phase.noise_multiplier, 1, POISSON,
                                  REPLACE_ONE)).pair, FIXED_REPLACE_MIXED_NOTE)
+    if phase.sampling == FIXED and phase.adjacency == ADD_REMOVE and phase.sampling_rate >= 1.0:
+        # B = N: only the neighbour D ∪ {x} exists (N + 1 records, x drawn w.p. N/(N + 1));
+        # with N unknown, γ′ = N/(N + 1) ≥ 1/2 for every N ≥ 1 and ε rises with γ′
+        size = phase.dataset_size
+        rate = size / (size + 1.0) if size is not None else 0.5
+        return worst_case(replace(phase, sampling_rate=rate, batch_size=None,
+                                  dataset_size=None)).pair, FIXED_FULL_BATCH_NOTE
     if phase.sampling == FIXED and phase.adjacency == ZERO_OUT:
         return (DisplacedNullPair(phase.sampling_rate, phase.noise_multiplier),
                 FIXED_ZERO_OUT_NOTE)

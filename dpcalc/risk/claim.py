@@ -44,7 +44,9 @@ def _up(value: float) -> float:
 def claim_tpr(epsilon: float, delta: float, fpr: float) -> float:
     """min{1, e^ε α + δ, 1 − e^{−ε}(1 − δ − α)} (module doc), overflow-free at large ε."""
     first = 1.0 if epsilon > 700.0 else math.exp(epsilon) * fpr + delta
-    second = 1.0 - math.exp(-epsilon) * (1.0 - delta - fpr)
+    # 1 − e^{−ε}(1 − δ − α) written without its cancellation near ε = 0 (independent review:
+    # at ε = 0, δ = α = 1e-12 the plain form gave 1.99996e-12 for the exact 2e-12)
+    second = delta + fpr - math.expm1(-epsilon) * (1.0 - delta - fpr)
     return min(1.0, first, second)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcalc.models.gaussian import gdp_delta_lower, gdp_delta_upper
 from dpcalc.numerics.special_functions import log_ndtr
 from dpcalc.pb.buckets import check_consistent
 from dpcalc.pb.composed import ComposedRun
@@ -23,15 +24,7 @@ _GDP_LIMIT_MU = 1e8        # ε ~ μ²/2 = 5e15 there: past every run the engine
 # from the first breakpoint where δ_U is below 1 − this (gdp_mu_bounds)
 _GDP_NEAR_ONE = 1e-8
 _GDP_FAILURE = 1e-4 * _GDP_DELTA_FLOOR  # the rounding failure of the lower profile μ reads
-_HOLD_MARGIN = 1e-10  # relative, below the computed δ_μ (_gdp_holds)
-
-
-def log_gdp_delta(mu: float, epsilons: np.ndarray) -> np.ndarray:
-    """ln δ_μ(ε), δ_μ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth, Su 2022, Cor. 2.13)."""
-    high = log_ndtr(-epsilons / mu + mu / 2.0)
-    low = log_ndtr(-epsilons / mu - mu / 2.0)
-    with np.errstate(divide="ignore"):
-        return high + np.log(-np.expm1(np.minimum(epsilons + low - high, -1e-300)))
+_UNIT_ROUNDOFF = 2.0**-53
 
 
 def _thinned(points: np.ndarray) -> np.ndarray:
@@ -94,18 +87,20 @@ def _gdp_holds(mu: float, checks) -> bool:
     """δ_U ≤ δ_μ on every interval [a, b] of ``checks``. δ_U is convex in s = e^ε (a
     hockey-stick curve) so it lies below its chord, and δ_μ convex lies above its tangent at
     b, slope dδ_μ/ds = −Φ(−ε_b/μ − μ/2): the chord is below the tangent line when both ends
-    are, i.e. δ_U(a) ≤ δ_μ(b) + Φ(−ε_b/μ − μ/2)(e^b − e^a) and δ_U(b) ≤ δ_μ(b). The rise
-    is formed in logs (e^b overflows past ε = 709; capped at e^700, far above any δ ≤ 1)."""
+    are, i.e. δ_U(a) ≤ δ_μ(b) + Φ(−ε_b/μ − μ/2)(e^b − e^a) and δ_U(b) ≤ δ_μ(b). Both sides
+    are certified lower values: δ_μ(b) from gdp_delta_lower (its float error bounded), the
+    rise formed in logs (e^b overflows past ε = 709; capped at e^700, far above any δ ≤ 1)
+    and lowered by a bound on the logs' rounding, 8u per unit of their magnitudes."""
     for lefts, rights, at_left, at_right in checks:
-        at_b = np.exp(log_gdp_delta(mu, rights))
-        with np.errstate(divide="ignore"):
-            log_rise = (log_ndtr(-rights / mu - mu / 2.0) + rights
-                        + np.log(-np.expm1(np.minimum(lefts - rights, 0.0))))
-        tangent = at_b + np.exp(np.minimum(log_rise, _MAX_EXPONENT))
-        # δ_μ and its tangent are float values (relative error ~1e-15): the check keeps a
-        # margin of _HOLD_MARGIN below them, so a μ that passes holds for the exact ones
-        safe_tangent, safe_at_b = tangent * (1.0 - _HOLD_MARGIN), at_b * (1.0 - _HOLD_MARGIN)
-        if np.any(at_left > safe_tangent) or np.any(at_right > safe_at_b):
+        at_b = gdp_delta_lower(rights, mu)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tail = log_ndtr(-rights / mu - mu / 2.0)
+            gap = np.log(-np.expm1(np.minimum(lefts - rights, 0.0)))
+            log_rise = tail + rights + gap
+            slack = 8.0 * _UNIT_ROUNDOFF * (np.abs(tail) + np.abs(rights) + np.abs(gap) + 4.0)
+            rise = np.exp(np.minimum(log_rise - np.nan_to_num(slack, nan=np.inf), _MAX_EXPONENT))
+        tangent = at_b + np.nan_to_num(rise, nan=0.0)
+        if np.any(at_left > tangent) or np.any(at_right > at_b):
             return False
     return True
 
@@ -127,7 +122,7 @@ def _certified_mu(checks, low: float) -> float:
         return first
     near = []
     for lefts, rights, at_left, at_right in checks:
-        at_b = np.exp(log_gdp_delta(first, rights))
+        at_b = gdp_delta_lower(rights, first)
         with np.errstate(divide="ignore", invalid="ignore"):
             margin = np.minimum(at_b / at_left, at_b / at_right)
         pick = np.sort(np.argsort(np.nan_to_num(margin, nan=np.inf), kind="stable")[:_GDP_POINTS])
@@ -211,11 +206,10 @@ def _lower_mu(run: ComposedRun, start: float, top: float) -> float:
         with np.errstate(divide="ignore"):
             lower_checks.append((lower_profile.breakpoints[keep][index],
                                  np.log(np.maximum(lower_profile.values[keep][index], 0.0))))
-    log_margin = math.log1p(_HOLD_MARGIN)
-
     def not_ruled_out(mu: float) -> bool:  # δ_true(ε_j) ≥ D_j > δ_μ(ε_j) rules μ out
-        return all(not np.any(values > log_gdp_delta(mu, points) + log_margin)
-                   for points, values in lower_checks)
+        with np.errstate(divide="ignore"):  # δ_μ's certified upper value (gdp_delta_upper)
+            return all(not np.any(values > np.log(gdp_delta_upper(points, mu)))
+                       for points, values in lower_checks)
 
     ruled_out, _ = _bisect_mu(not_ruled_out)
     return ruled_out

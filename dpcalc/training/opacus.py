@@ -42,6 +42,20 @@ NOT_POISSON = ("poisson_sampling=False keeps your DataLoader, which shuffles and
                "--sampling shuffle --adjacency zero-out --batch-size B --dataset-size N`")
 
 
+def _length(accountant) -> int:
+    """Steps an accountant holds (0 where it cannot say)."""
+    try:
+        return len(accountant)
+    except TypeError:
+        return 0
+
+
+def _epoch_steps(epochs, batches: int) -> int:
+    """epochs·batches steps, rounded up (a partial epoch is a partial pass)."""
+    epochs = check_positive(epochs, "epochs")
+    return max(1, math.ceil(epochs * batches * (1.0 - 1e-12)))
+
+
 class OpacusAccountant(PrivacyAccountant):
     """dpcalc's :class:`PrivacyAccountant` with the methods Opacus calls on an accountant.
 
@@ -73,6 +87,13 @@ class OpacusAccountant(PrivacyAccountant):
         (:meth:`noise_multiplier`) before calling ``make_private``. Returns ``engine``."""
         if not callable(getattr(engine, "make_private", None)):
             raise DpcalcError("attach needs an Opacus PrivacyEngine (an object with make_private)")
+        previous = getattr(engine, "accountant", None)
+        if getattr(engine, "dataset", None) is not None or (
+                previous is not None and previous is not self and _length(previous) > 0):
+            # make_private already hooked the old accountant to the optimizer: this one would
+            # never see a step, and report ε = 0 (independent review)
+            raise DpcalcError("attach the accountant before make_private: this engine has "
+                              "already prepared a run, whose steps the old accountant counts")
         engine.accountant = self
         make_private = engine.make_private
         accountant = self
@@ -80,6 +101,12 @@ class OpacusAccountant(PrivacyAccountant):
         def checked_make_private(*args, poisson_sampling: bool = True, **kwargs):
             if not poisson_sampling:
                 raise DpcalcError(NOT_POISSON)
+            if kwargs.get("clipping") == "adaptive":
+                # AdaClipDPOptimizer reports the gradients' share of the noise as its
+                # noise_multiplier and the clipped-count release is never charged
+                raise DpcalcError("clipping='adaptive' releases a noisy clipped count each step "
+                                  "that this accountant would not charge; use flat or per-layer "
+                                  "clipping, or account with dpcalc.update_noise_multiplier")
             return make_private(*args, poisson_sampling=True, **kwargs)
 
         def make_private_with_epsilon(*, data_loader, target_epsilon: float,
@@ -88,9 +115,12 @@ class OpacusAccountant(PrivacyAccountant):
                                       epsilon_tolerance=None, **kwargs):
             if not poisson_sampling:
                 raise DpcalcError(NOT_POISSON)
-            sigma = accountant.noise_multiplier(target_epsilon, target_delta,
-                                                1.0 / len(data_loader), epochs=epochs,
-                                                steps=steps)
+            # Opacus's DPDataLoader has int(1/(1/L)) batches (L = len(data_loader)), and its
+            # hook records that rate: calibrate the run it will perform and record
+            batches = int(1.0 / (1.0 / len(data_loader)))
+            sigma = accountant.noise_multiplier(
+                target_epsilon, target_delta, 1.0 / batches,
+                steps=steps if steps is not None else _epoch_steps(epochs, batches))
             return checked_make_private(data_loader=data_loader, noise_multiplier=sigma,
                                         poisson_sampling=True, **kwargs)
 

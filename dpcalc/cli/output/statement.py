@@ -84,9 +84,10 @@ def _risk_lines(risk: list[dict]) -> list[str]:
                          f"succeeds with probability {at:g} succeeds with probability ≤ {upper} "
                          "(Hayes, Mahloujifar, Balle 2023).")
         elif measure == "gdp_mu":
-            low = record["fpr_range"][0]
+            low, high = record["fpr_range"]  # rounded inward: within the certified range
             lines.append(f"- Gaussian DP: TPR ≤ Φ(Φ⁻¹(FPR) + μ) with μ = {upper} for every FPR "
-                         f"≥ {show_upper(low, 2)} (certified; no μ below {lower} holds).")
+                         f"in [{show_upper(low, 2)}, {show_lower(high, 12)}] (certified; no μ "
+                         f"below {lower} holds there).")
     return lines
 
 
