@@ -19,6 +19,7 @@ from dpcalc.audit.bounds import (bound_from_counts, clopper_pearson_upper, corre
                                  monte_carlo_ceiling, one_run_bound, one_run_ceiling,
                                  one_run_epsilon_lower, one_run_p_value, pure_epsilon_lower)
 from dpcalc.errors import DpcalcError
+from tests.audit_oracles import independent_ceiling
 
 
 def _p_value_oracle(epsilon, delta, canaries, guesses, correct):
@@ -142,37 +143,15 @@ def test_pure_bound_matches_the_scalar_search():
 
 
 # ---------------------------------------------------------------- ceilings
-def _perfect_guesses_p_value(epsilon, delta, canaries, guesses):
-    """Cor. 5.4 (arXiv:2305.08846v1) at v = r, written out from its definition: f(r) = p^r and
-    f(r − i) − f(r) = Σ_{j=1..i} C(r, j) p^{r−j} (1 − p)^j, the binomial coefficients from
-    log-gamma (independent of the code under test and of scipy's binomial)."""
-    from scipy.special import gammaln
-
-    log_p = -math.log1p(math.exp(-epsilon))
-    log_q = -epsilon + log_p
-    j = np.arange(1, guesses + 1)
-    terms = np.exp(gammaln(guesses + 1) - gammaln(j + 1) - gammaln(guesses - j + 1)
-                   + (guesses - j) * log_p + j * log_q)
-    window = np.max(np.cumsum(terms) / j)
-    return math.exp(guesses * log_p) + 2 * canaries * delta * window
-
-
 @pytest.mark.parametrize("canaries,guesses,delta", [(1000, 50, 1e-5), (1000, 70, 1e-5),
                                                     (1000, 1000, 1e-5), (100, 10, 1e-3),
                                                     (100_000, 1510, 1e-5), (200, 30, 1e-4)])
 def test_one_run_ceiling_solves_the_perfect_guess_equation(canaries, guesses, delta):
-    """The ceiling is the LARGEST ε with P-value ≤ β when all r guesses are right: found here
-    by scanning ε on a 0.01 grid for the last point at or below β and solving between it and
-    the next with brentq, on the written-out formula above."""
-    from scipy.optimize import brentq
-
-    beta = 0.05
-    gap = lambda e: _perfect_guesses_p_value(e, delta, canaries, guesses) - beta  # noqa: E731
-    grid = np.arange(0.0, 40.0, 0.01)
-    below = [e for e in grid if gap(e) <= 0]
-    last = below[-1]
-    expected = brentq(gap, last, last + 0.01, xtol=1e-12)
-    assert one_run_ceiling(canaries, guesses, delta, beta) == pytest.approx(expected, abs=1e-8)
+    """The ceiling is the LARGEST ε with p-value ≤ β when all r guesses are right
+    (tests/audit_oracles.py: the v = r formula written out, scanned on a 0.01 grid and solved
+    with brentq)."""
+    assert one_run_ceiling(canaries, guesses, delta, 0.05) == pytest.approx(
+        independent_ceiling(canaries, guesses, delta, 0.05), abs=1e-8)
 
 
 @pytest.mark.parametrize("guesses", [1, 5, 55, 1000])

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from dpcalc.cli.app import main
+from tests.audit_oracles import independent_ceiling
 
 # 800 training examples, 20 features, 10 classes (210 parameters), q = 0.5, 4 steps.
 SMALL = ["simulate", "--samples", "1000", "--features", "20", "--classes", "10",
@@ -52,6 +53,9 @@ def test_one_run_audit_json_block_and_reproducibility(capsys):
     assert audit["threat_model"] == "all-iterates"
     assert audit["epsilon_lower"] <= audit["ceiling_epsilon"]
     assert audit["guess_rule"].startswith("counts fixed before training on 200 simulated audits")
+    # the printed ceiling is the theorem's bound for these counts, solved independently
+    assert audit["ceiling_epsilon"] == pytest.approx(independent_ceiling(
+        200, audit["guesses"], 1e-5, 0.05), abs=1e-8)
     assert (audit["sampling"], audit["adjacency"]) == ("poisson", "add-remove")
     assert audit["poisson_epsilon"] is None and audit["exceeds_poisson"] is None
     assert _json(capsys, *args)["audit"] == audit  # --seed: the same audit, bit for bit

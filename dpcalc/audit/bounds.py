@@ -11,7 +11,8 @@ Two ways to read an attack:
   P[W ≥ v] ≤ f(v) + 2mδ·max_{i=1..v} (f(v−i) − f(v))/i with f(v) = P[Binomial(r, e^ε/(1 + e^ε))
   ≥ v]. The lower bound is the largest ε at which observing v correct guesses has probability
   ≤ β (the search of their Appendix D; its printed values, 0.673 and 2.675, are reproduced in
-  tests/test_audit_bounds.py).
+  tests/test_audit_bounds.py). The number of guesses must be fixed without looking at the
+  audited canaries (dpcalc.audit.guesses); the ceiling is the bound with v = r.
 - many runs (Monte Carlo; Jagielski, Ullman, Oprea 2020; Nasr et al. 2021): R runs with or without
   one canary, a threshold test on a score. (ε, δ)-DP bounds every test's error rates
   (Kairouz, Oh, Viswanath 2015, Thm 2.1): FPR + e^ε·FNR ≥ 1 − δ and FNR + e^ε·FPR ≥ 1 − δ.
