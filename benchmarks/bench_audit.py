@@ -119,7 +119,7 @@ def main(repeats: int = 3, runs: int = 10_000) -> None:
                   f"(95%), Poisson figure {poisson:.3f} ({empirical / poisson:.1f}x), certified "
                   f"[{lower:.3f}, {upper:.3f}] ({seconds:.1f} s)")
     print(f"Monte Carlo cost (limit {MAX_MONTE_CARLO_STEPS} steps in all, quoted at "
-          f"{1e3 * SECONDS_PER_STEP:.1f} ms per step):")
+          f"{1e3 * SECONDS_PER_STEP[0]:.1f}-{1e3 * SECONDS_PER_STEP[1]:.1f} ms per step):")
     for n_train, batch_size, epochs, count in ((200, 100, 2, 1000), (16_000, 256, 5, 40)):
         per_run, per_step, steps = cost_per_step(n_train, batch_size, epochs, count)
         print(f"  {steps} steps per run: {per_run:.1f} ms per run, {per_step:.2f} ms per step; "

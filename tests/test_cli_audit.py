@@ -159,7 +159,7 @@ def test_the_monte_carlo_refusal_names_the_limit_and_the_ways_out(capsys):
     line = err.strip()
     assert "\n" not in line and line.startswith("dpcalc: error: --audit-runs 100000 needs 100000 "
                                                 "runs x 120 steps = 12000000 DP-SGD steps; a "
-                                                "Monte Carlo audit runs at most 1000000 (about 17 min)")
+                                                "Monte Carlo audit runs at most 1000000 (about 5-22 min)")
     assert "give --audit-runs 8333 or fewer, fewer --epochs, or the one-run audit (--audit)" in line
 
 
