@@ -189,13 +189,13 @@ def one_run_canaries(settings: AuditSettings, config, train) -> DiracCanaries | 
         features, labels = mislabelled_examples(train, count, rng)
         return InputCanaries(features, labels, included, sampling_rate, config.clip_norm, rng)
     steps = planned_steps(config, train.n_samples)
-    shuffle = law_shuffle = None
+    law_shuffle = None
     if config.sampling == "shuffle":
         batches = math.ceil(train.n_samples / config.batch_size)
-        shuffle = (batches, settings.adjacency)
         canaries = DiracCanaries(included, 1.0 / batches, config.noise_multiplier,
                                  config.clip_norm, config.batch_size, config.learning_rate,
-                                 config.momentum, settings.threat_model, rng, shuffle)
+                                 config.momentum, settings.threat_model, rng,
+                                 (batches, settings.adjacency))
         law_shuffle = (batches, canaries.shifts)
         sampling_rate = 1.0 / batches
     else:
