@@ -10,6 +10,11 @@
    audit of shuffled batches (zero-out, Chua et al. 2024's displacement instance) against the
    Poisson figure and pb's certified shuffle interval, b = 100 batches at σ = 0.7 and b = 10 at
    σ = 1, one epoch, δ = 1e-2, a few seeds.
+4. The Monte Carlo audit's cost per run and per DP-SGD step, at 4 steps per run (the README
+   example) and 313 (the default task): the basis of its size limit (MAX_MONTE_CARLO_STEPS
+   steps in all, refused beyond with exit 2) and of the SECONDS_PER_STEP the refusal quotes.
+
+The one-run audit against its ceiling: benchmarks/bench_one_run_audit.py.
 
 Run: python benchmarks/bench_audit.py [repeats] [runs]
 """
@@ -26,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from dpcalc import Schedule, get_accountant  # noqa: E402
 from dpcalc.audit import AuditSettings, monte_carlo_audit  # noqa: E402
+from dpcalc.audit.monte_carlo import MAX_MONTE_CARLO_STEPS, SECONDS_PER_STEP  # noqa: E402
 from dpcalc.dpsgd import TrainingConfig  # noqa: E402
 
 TARGET_SECONDS = 30.0
@@ -76,6 +82,16 @@ def shuffled(batches: int, sigma: float, runs: int, seed: int) -> tuple[float, .
             certified.epsilon_lower, certified.epsilon)
 
 
+def cost_per_step(n_train: int, batch_size: int, epochs: float, runs: int) -> tuple[float, ...]:
+    """(ms per run, ms per DP-SGD step, steps per run) of a Monte Carlo audit, σ = 1."""
+    config = TrainingConfig(batch_size=batch_size, epochs=epochs, noise_multiplier=1.0, seed=0)
+    settings = AuditSettings(mode="monte-carlo", canary="gradient", runs=runs, delta=1e-5, seed=0)
+    start = time.perf_counter()
+    result = monte_carlo_audit(settings, config, n_train)
+    seconds = time.perf_counter() - start
+    return 1e3 * seconds / runs, 1e3 * seconds / (runs * result.steps), result.steps
+
+
 def main(repeats: int = 3, runs: int = 10_000) -> None:
     for name, args in COMMANDS.items():
         median = time_command(args, repeats)
@@ -102,6 +118,12 @@ def main(repeats: int = 3, runs: int = 10_000) -> None:
             print(f"  b {batches} sigma {sigma:g} seed {seed}: empirical eps >= {empirical:.3f} "
                   f"(95%), Poisson figure {poisson:.3f} ({empirical / poisson:.1f}x), certified "
                   f"[{lower:.3f}, {upper:.3f}] ({seconds:.1f} s)")
+    print(f"Monte Carlo cost (limit {MAX_MONTE_CARLO_STEPS} steps in all, quoted at "
+          f"{1e3 * SECONDS_PER_STEP[0]:.1f}-{1e3 * SECONDS_PER_STEP[1]:.1f} ms per step):")
+    for n_train, batch_size, epochs, count in ((200, 100, 2, 1000), (16_000, 256, 5, 40)):
+        per_run, per_step, steps = cost_per_step(n_train, batch_size, epochs, count)
+        print(f"  {steps} steps per run: {per_run:.1f} ms per run, {per_step:.2f} ms per step; "
+              f"50 000 runs: {50_000 * per_run / 1e3:.0f} s")
 
 
 if __name__ == "__main__":

@@ -14,10 +14,12 @@ import pytest
 from scipy.stats import beta as beta_distribution
 from scipy.stats import binom
 
-from dpcalc.audit.bounds import (bound_from_counts, clopper_pearson_upper, epsilon_from_error_rates,
-                                 epsilon_lower_from_counts, guess_counts, one_run_bound,
-                                 one_run_epsilon_lower, one_run_p_value)
+from dpcalc.audit.bounds import (bound_from_counts, clopper_pearson_upper, correct_guesses,
+                                 epsilon_from_error_rates, epsilon_lower_from_counts,
+                                 monte_carlo_ceiling, one_run_bound, one_run_ceiling,
+                                 one_run_epsilon_lower, one_run_p_value, pure_epsilon_lower)
 from dpcalc.errors import DpcalcError
+from tests.audit_oracles import independent_ceiling
 
 
 def _p_value_oracle(epsilon, delta, canaries, guesses, correct):
@@ -103,15 +105,80 @@ def test_bernoulli_experiment_simulated_guesses():
         right = rng.random(canaries) < p
         # a score whose sign is the guess: positive means "in"
         scores = np.where(included == right, 1.0, -1.0) * rng.random(canaries)
-        exceeded += one_run_bound(scores, included, 0.0, beta).epsilon_lower > true_epsilon
+        exceeded += one_run_bound(scores, included, 100, 100, 0.0,
+                                  beta).epsilon_lower > true_epsilon
     assert exceeded <= 2 * beta * 100
 
 
-def test_guess_counts_are_even_and_within_m():
-    for canaries in (2, 3, 10, 999, 1000, 100_000):
-        counts = guess_counts(canaries)
-        assert counts and all(c % 2 == 0 and 2 <= c <= canaries for c in counts)
-        assert len(set(counts)) == len(counts)
+def test_correct_guesses_counts_the_top_and_bottom():
+    scores = np.array([0.9, -1.0, 0.3, 2.0, -0.5, 0.0])
+    included = np.array([True, False, False, True, True, False])
+    # top 2: 2.0 (in), 0.9 (in) -> 2 right; bottom 2: -1.0 (out), -0.5 (in) -> 1 right
+    assert correct_guesses(scores, included, 2, 2) == 3
+    assert correct_guesses(scores, included, 0, 1) == 1
+    assert correct_guesses(scores, included, 6, 0) == 3
+    with pytest.raises(DpcalcError, match="guesses in \\+ out"):
+        correct_guesses(scores, included, 4, 3)
+
+
+def test_one_run_bound_uses_the_counts_given_and_no_correction():
+    """With fixed counts the bound is one_run_epsilon_lower at β itself (no Bonferroni)."""
+    rng = np.random.default_rng(3)
+    included = rng.random(500) < 0.5
+    scores = included + rng.normal(0, 0.6, 500)
+    bound = one_run_bound(scores, included, 40, 10, 1e-5, 0.05)
+    assert (bound.guesses, bound.canaries) == (50, 500)
+    assert bound.correct == correct_guesses(scores, included, 40, 10)
+    assert bound.epsilon_lower == one_run_epsilon_lower(500, 50, bound.correct, 1e-5, 0.05)
+    assert bound.ceiling == one_run_ceiling(500, 50, 1e-5, 0.05) >= bound.epsilon_lower
+
+
+def test_pure_bound_matches_the_scalar_search():
+    guesses = np.array([10, 50, 200, 200, 7])
+    correct = np.array([10, 40, 120, 95, 0])
+    fast = pure_epsilon_lower(guesses, correct, 0.05)
+    slow = [one_run_epsilon_lower(1000, int(r), int(v), 0.0, 0.05)
+            for r, v in zip(guesses, correct)]
+    assert fast == pytest.approx(slow, abs=1e-9)
+
+
+# ---------------------------------------------------------------- ceilings
+@pytest.mark.parametrize("canaries,guesses,delta", [(1000, 50, 1e-5), (1000, 70, 1e-5),
+                                                    (1000, 1000, 1e-5), (100, 10, 1e-3),
+                                                    (100_000, 1510, 1e-5), (200, 30, 1e-4)])
+def test_one_run_ceiling_solves_the_perfect_guess_equation(canaries, guesses, delta):
+    """The ceiling is the LARGEST ε with p-value ≤ β when all r guesses are right
+    (tests/audit_oracles.py: the v = r formula written out, scanned on a 0.01 grid and solved
+    with brentq)."""
+    assert one_run_ceiling(canaries, guesses, delta, 0.05) == pytest.approx(
+        independent_ceiling(canaries, guesses, delta, 0.05), abs=1e-8)
+
+
+@pytest.mark.parametrize("guesses", [1, 5, 55, 1000])
+def test_one_run_ceiling_is_the_logit_of_beta_root_at_delta_zero(guesses):
+    """δ = 0: p^r = β, so the ceiling is logit(β^{1/r}) (0 when even r right is plausible at
+    ε = 0, i.e. 2^{−r} > β)."""
+    p = 0.05 ** (1 / guesses)
+    expected = max(0.0, math.log(p / (1 - p)))
+    assert one_run_ceiling(1000, guesses, 0.0, 0.05) == pytest.approx(expected, abs=1e-9)
+
+
+def test_no_outcome_beats_the_ceiling():
+    for correct in range(0, 71):
+        assert one_run_epsilon_lower(1000, 70, correct, 1e-5, 0.05) <= one_run_ceiling(
+            1000, 70, 1e-5, 0.05)
+
+
+def test_monte_carlo_ceiling_is_the_perfect_test():
+    """TP = all positives, FP = 0: Clopper–Pearson upper bounds 1 − (α/2)^{1/n} on both error
+    rates, then ln((1 − δ − FNR_U)/FPR_U) (Kairouz et al. Thm 2.1)."""
+    alpha, delta = 0.05, 1e-5
+    fpr = 1 - (alpha / 2) ** (1 / 1000)
+    fnr = 1 - (alpha / 2) ** (1 / 1000)
+    assert monte_carlo_ceiling(1000, 1000, delta, alpha) == pytest.approx(
+        math.log((1 - delta - fnr) / fpr), rel=1e-9)
+    assert bound_from_counts(999, 1000, 0, 1000, delta, alpha).epsilon_lower < \
+        monte_carlo_ceiling(1000, 1000, delta, alpha)
 
 
 # ---------------------------------------------------------------- Monte Carlo

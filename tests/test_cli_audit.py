@@ -7,6 +7,7 @@ import json
 import pytest
 
 from dpcalc.cli.app import main
+from tests.audit_oracles import independent_ceiling
 
 # 800 training examples, 20 features, 10 classes (210 parameters), q = 0.5, 4 steps.
 SMALL = ["simulate", "--samples", "1000", "--features", "20", "--classes", "10",
@@ -16,7 +17,8 @@ AUDIT_KEYS = {"mode", "canary", "epsilon_lower", "confidence", "delta", "certifi
               "canaries", "canaries_included", "runs", "guesses", "correct_guesses",
               "true_positives", "positives", "false_positives", "negatives", "threshold",
               "threshold_rule", "method", "sampling", "adjacency", "poisson_epsilon",
-              "exceeds_poisson"}
+              "exceeds_poisson", "threat_model", "ceiling_epsilon", "guesses_in", "guesses_out",
+              "guess_rule"}
 
 
 def _run(capsys, *args: str) -> tuple[int, str, str]:
@@ -46,7 +48,14 @@ def test_one_run_audit_json_block_and_reproducibility(capsys):
                                                                                  0.95)
     assert 0 <= audit["epsilon_lower"] <= audit["certified_epsilon_upper"]
     assert audit["consistent"] is True and audit["verdict"].startswith("consistent")
-    assert audit["true_positives"] is None and audit["guesses"] >= 2
+    assert audit["true_positives"] is None and audit["guesses"] >= 1
+    assert audit["guesses"] == audit["guesses_in"] + audit["guesses_out"]
+    assert audit["threat_model"] == "all-iterates"
+    assert audit["epsilon_lower"] <= audit["ceiling_epsilon"]
+    assert audit["guess_rule"].startswith("counts fixed before training on 200 simulated audits")
+    # the printed ceiling is the theorem's bound for these counts, solved independently
+    assert audit["ceiling_epsilon"] == pytest.approx(independent_ceiling(
+        200, audit["guesses"], 1e-5, 0.05), abs=1e-8)
     assert (audit["sampling"], audit["adjacency"]) == ("poisson", "add-remove")
     assert audit["poisson_epsilon"] is None and audit["exceeds_poisson"] is None
     assert _json(capsys, *args)["audit"] == audit  # --seed: the same audit, bit for bit
@@ -59,6 +68,8 @@ def test_monte_carlo_audit_json_block_has_the_same_keys(capsys):
     assert (audit["mode"], audit["canary"], audit["runs"], audit["canaries"]) == (
         "monte-carlo", "input", 40, 1)
     assert audit["positives"] + audit["negatives"] == 20  # half the runs calibrate the threshold
+    assert audit["threat_model"] == "last-model" and audit["guesses_in"] is None
+    assert audit["epsilon_lower"] <= audit["ceiling_epsilon"]
     assert audit["epsilon_lower"] <= audit["certified_epsilon_upper"]
     assert _json(capsys, *SMALL, "--sigma", "0.7")["audit"] is None
 
@@ -67,9 +78,21 @@ def test_table_shows_the_interval_and_the_verdict(capsys):
     code, out, _ = _run(capsys, *SMALL, "--sigma", "0.5", "--audit", "--canary", "input",
                         "--canaries", "100")
     assert code == 0
-    assert "Audit: one run, 100 input canaries, δ = 1e-05" in out
-    assert "empirical ε ≥ (95%)" in out and "certified ε ≤ (pb)" in out
+    assert "Audit: one run, 50 input canaries, last model, δ = 1e-05" in out
+    assert "empirical ε ≥ (95%)" in out and "certified ε ≤ (pb)" in out and "ceiling" in out
+    assert "threat model: last model only (the final weights)" in out
+    assert "counts chosen on 50 calibration canaries (not audited)" in out
     assert "verdict: consistent" in out
+
+
+def test_one_run_table_shows_the_ceiling_and_the_threat_model(capsys):
+    code, out, _ = _run(capsys, *SMALL, "--sigma", "0.5", "--audit", "--canaries", "300",
+                        "--audit-threat-model", "last-model", "--seed", "1")
+    assert code == 0
+    assert "Audit: one run, 300 Dirac gradient canaries, last model, δ = 1e-05" in out
+    assert "threat model: last model only" in out
+    assert "ceiling: the bound if all" in out and "the most 300 canaries guessed" in out
+    assert "canary i writes C on the weight of extra input column i" in out
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -78,8 +101,12 @@ def test_table_shows_the_interval_and_the_verdict(capsys):
     (["--audit", "--audit-confidence", "1.5"], "--audit-confidence"),
     (["--canaries", "10"], "give --audit too"),
     (["--canary", "input"], "give --audit or --audit-runs too"),
+    (["--audit-threat-model", "last-model"], "give --audit or --audit-runs too"),
+    (["--audit", "--audit-threat-model", "glass"], "glass"),
+    (["--audit", "--canary", "input", "--audit-threat-model", "all-iterates"],
+     "--canary input is scored on the last model only"),
     (["--audit-runs", "40", "--canaries", "10"], "--canaries"),
-    (["--audit", "--canaries", "500"], "--canaries must be at most 210 with --canary gradient"),
+    (["--audit", "--canaries", "100001"], "--canaries must be a whole number from 2 to 100000"),
     (["--audit", "--sampling", "fixed"], "--audit needs --sampling poisson"),
     (["--audit", "--adjacency", "replace-one"], "--adjacency add-remove"),
     (["--audit", "--sampling", "shuffle"], "--sampling shuffle with --adjacency zero-out or "
@@ -87,6 +114,8 @@ def test_table_shows_the_interval_and_the_verdict(capsys):
                                            "add-remove"),
     (["--audit-runs", "40", "--sampling", "shuffle", "--adjacency", "zero-out", "--canary",
       "input"], "--sampling shuffle audits need --canary gradient"),
+    (["--audit", "--sampling", "shuffle", "--adjacency", "zero-out", "--audit-threat-model",
+      "last-model"], "shuffled audits read every iterate"),
 ])
 def test_bad_audit_options_exit_2_with_one_line(capsys, args, needle):
     code, out, err = _run(capsys, *SMALL, *args)
@@ -119,5 +148,38 @@ def test_shuffled_one_run_audit_places_canaries_and_says_so(capsys):
     code, out, _ = _run(capsys, *SHUFFLED, "--adjacency", "replace-one", "--audit",
                         "--canaries", "100")
     assert code == 0
-    assert "Audit: one run, 100 gradient canaries" in out and "Poisson figure ε ≤" in out
-    assert "took slots in the shuffled batches" in out
+    assert "Audit: one run, 100 Dirac gradient canaries, all iterates" in out
+    assert "Poisson figure ε ≤" in out and "take slots in the" in out
+
+
+def test_the_monte_carlo_refusal_names_the_limit_and_the_ways_out(capsys):
+    """Past 1 000 000 DP-SGD steps in all the audit is refused before training, in one line."""
+    code, out, err = _run(capsys, *SMALL[:-2], "--epochs", "60", "--audit-runs", "100000")
+    assert code == 2 and out == ""
+    line = err.strip()
+    assert "\n" not in line and line.startswith("dpcalc: error: --audit-runs 100000 needs 100000 "
+                                                "runs x 120 steps = 12000000 DP-SGD steps; a "
+                                                "Monte Carlo audit runs at most 1000000 (about 5-22 min)")
+    assert "give --audit-runs 8333 or fewer, fewer --epochs, or the one-run audit (--audit)" in line
+
+
+def test_run_clock_says_once_how_long_the_rest_takes():
+    """Fake clock: nothing before 2 s; at 2.5 s after 50 of 1000 runs, about 48 s left (once);
+    a short audit says nothing."""
+    from dpcalc.cli.simulate.audit import RunClock, duration
+
+    now, said = [0.0], []
+    clock = RunClock(1000, said.append, clock=lambda: now[0])
+    now[0] = 1.0
+    clock.run_done(20)
+    assert said == []
+    now[0] = 2.5
+    clock.run_done(50)
+    now[0] = 3.0
+    clock.run_done(60)
+    assert said == ["audit: 50 of 1000 runs in 2 s; about 48 s left (50.0 ms per run)"]
+    quick, short = RunClock(100, said.append, clock=lambda: now[0]), len(said)
+    now[0] += 2.5
+    quick.run_done(90)  # 0.3 s left
+    assert len(said) == short
+    assert [duration(x) for x in (45, 200, 3900)] == ["45 s", "3 min 20 s", "1 h 05 min"]

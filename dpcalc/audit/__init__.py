@@ -7,16 +7,23 @@ as an ε lower bound with a stated confidence, to set beside the certified inter
     result = finish_one_run(settings, canaries, history)        # result.epsilon_lower
     result = monte_carlo_audit(replace(settings, mode="monte-carlo", runs=1000), config, N)
 
-Statistics in bounds.py (no training), canaries in canaries.py, the one-run audit in
-experiment.py, the many-run audit in monte_carlo.py. No printing, no typer or rich.
+Statistics in bounds.py (no training), canaries in canaries.py (Monte Carlo) and dirac.py (the
+one-run audit's Dirac canaries on extra input columns), the guess plan in guesses.py, the
+one-run audit in experiment.py, the many-run audit in monte_carlo.py. No printing, no typer
+or rich.
 """
 from dpcalc.audit.bounds import (clopper_pearson_upper, epsilon_from_error_rates, monte_carlo_bound,
-                                 one_run_bound, one_run_epsilon_lower, one_run_p_value)
+                                 monte_carlo_ceiling, one_run_bound, one_run_ceiling,
+                                 one_run_epsilon_lower, one_run_p_value)
+from dpcalc.audit.dirac import THREAT_MODELS
 from dpcalc.audit.experiment import (AUDIT_MODES, AuditResult, AuditSettings, Verdict,
                                      check_auditable, finish_one_run, one_run_canaries, verdict)
-from dpcalc.audit.monte_carlo import monte_carlo_audit
+from dpcalc.audit.monte_carlo import (MAX_MONTE_CARLO_STEPS, check_monte_carlo_size,
+                                      monte_carlo_audit)
 
-__all__ = ["AUDIT_MODES", "AuditResult", "AuditSettings", "Verdict", "check_auditable",
+__all__ = ["AUDIT_MODES", "AuditResult", "AuditSettings", "MAX_MONTE_CARLO_STEPS",
+           "THREAT_MODELS", "Verdict", "check_auditable", "check_monte_carlo_size",
            "clopper_pearson_upper", "epsilon_from_error_rates", "finish_one_run",
-           "monte_carlo_audit", "monte_carlo_bound", "one_run_bound", "one_run_canaries",
-           "one_run_epsilon_lower", "one_run_p_value", "verdict"]
+           "monte_carlo_audit", "monte_carlo_bound", "monte_carlo_ceiling", "one_run_bound",
+           "one_run_canaries", "one_run_ceiling", "one_run_epsilon_lower", "one_run_p_value",
+           "verdict"]

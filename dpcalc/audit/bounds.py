@@ -11,7 +11,8 @@ Two ways to read an attack:
   P[W ≥ v] ≤ f(v) + 2mδ·max_{i=1..v} (f(v−i) − f(v))/i with f(v) = P[Binomial(r, e^ε/(1 + e^ε))
   ≥ v]. The lower bound is the largest ε at which observing v correct guesses has probability
   ≤ β (the search of their Appendix D; its printed values, 0.673 and 2.675, are reproduced in
-  tests/test_audit_bounds.py).
+  tests/test_audit_bounds.py). The number of guesses must be fixed without looking at the
+  audited canaries (dpcalc.audit.guesses); the ceiling is the bound with v = r.
 - many runs (Monte Carlo; Jagielski, Ullman, Oprea 2020; Nasr et al. 2021): R runs with or without
   one canary, a threshold test on a score. (ε, δ)-DP bounds every test's error rates
   (Kairouz, Oh, Viswanath 2015, Thm 2.1): FPR + e^ε·FNR ≥ 1 − δ and FNR + e^ε·FPR ≥ 1 − δ.
@@ -84,11 +85,13 @@ def one_run_p_value(epsilon: float, delta: float, canaries: int, guesses: int,
 
 
 def one_run_epsilon_lower(canaries: int, guesses: int, correct: int, delta: float,
-                          beta: float) -> float:
+                          beta: float, tolerance: float = 0.0) -> float:
     """The largest ε at which ``correct`` of ``guesses`` right is still implausible: every
     ε' < ε has p-value ≤ β (Cor. 5.4), so "the run is (ε', δ)-DP" is rejected at level β.
 
     0 when even ε = 0 is not rejected. The p-value grows with ε, so bisection finds the crossing.
+    ``tolerance`` > 0 stops the bisection once the bracket is that narrow (the guess planner's
+    estimates); the answer is still a tested value, never above the crossing.
     """
     _check_counts(canaries, guesses, correct)
     if one_run_p_value(0.0, delta, canaries, guesses, correct) > beta:
@@ -104,6 +107,8 @@ def one_run_epsilon_lower(canaries: int, guesses: int, correct: int, delta: floa
         # only 32 had been rejected, for a crossing at 33.4)
         low, high = high, min(2.0 * high, MAX_AUDIT_EPSILON)
     for _ in range(_BISECTION_STEPS):
+        if high - low <= tolerance:
+            break
         middle = 0.5 * (low + high)
         if one_run_p_value(middle, delta, canaries, guesses, correct) <= beta:
             low = middle
@@ -112,49 +117,74 @@ def one_run_epsilon_lower(canaries: int, guesses: int, correct: int, delta: floa
     return low
 
 
-def guess_counts(canaries: int) -> list[int]:
-    """Numbers of guesses tried (half "in" on the top scores, half "out" on the bottom):
-    2, 5, 10, 20, 50 and 100 % of the canaries, even, at least 2, without repeats."""
-    counts = []
-    for share in (0.02, 0.05, 0.1, 0.2, 0.5, 1.0):
-        count = max(2, 2 * int(round(share * canaries / 2)))
-        if count <= canaries and count not in counts:
-            counts.append(count)
-    return counts
+def one_run_ceiling(canaries: int, guesses: int, delta: float, beta: float) -> float:
+    """The most a one-run audit with these counts can certify: the bound when all ``guesses``
+    are right. With v = r, f(r) = P[Binomial(r, p) ≥ r] = p^r and f(r − i) − f(r) =
+    Σ_{j=1..i} C(r, j) p^{r−j} (1 − p)^j, so the ceiling is the ε where
+    p^r + 2mδ·max_{i=1..r} (1/i)·Σ_{j=1..i} C(r, j) p^{r−j} (1 − p)^j = β, p = e^ε/(1 + e^ε)
+    (Steinke et al. 2023, Thm 3.1 and its (ε, δ) form, Cor. 5.4 in arXiv v1). For δ = 0 it is
+    logit(β^{1/r}): r = 1000 guesses at 95 % certify at most ε = 5.81, whatever the run."""
+    return one_run_epsilon_lower(canaries, guesses, guesses, delta, beta)
+
+
+def pure_epsilon_lower(guesses: np.ndarray, correct: np.ndarray, beta: float) -> np.ndarray:
+    """one_run_epsilon_lower at δ = 0, elementwise: logit of the exact one-sided lower
+    confidence bound of the accuracy, Beta(β; v, r − v + 1) (Clopper & Pearson 1934), floored
+    at 0. Fast; the guess planner ranks guess counts with it."""
+    from scipy.special import betaincinv
+
+    guesses = np.asarray(guesses, dtype=float)
+    correct = np.asarray(correct, dtype=float)
+    safe = np.maximum(correct, 1.0)
+    lower = np.where(correct >= 1, betaincinv(safe, guesses - safe + 1.0, beta), 0.0)
+    with np.errstate(divide="ignore"):
+        epsilon = np.log(lower) - np.log1p(-lower)
+    return np.maximum(np.nan_to_num(epsilon, nan=0.0, posinf=MAX_AUDIT_EPSILON), 0.0)
+
+
+def correct_guesses(scores: np.ndarray, included: np.ndarray, guess_in: int,
+                    guess_out: int) -> int:
+    """Right guesses when "in" is guessed for the ``guess_in`` highest scores and "out" for the
+    ``guess_out`` lowest (ties broken by position, stably)."""
+    scores = np.asarray(scores, dtype=float)
+    included = np.asarray(included, dtype=bool)
+    if scores.shape != included.shape or scores.ndim != 1:
+        raise DpcalcError("an audit needs one score per canary")
+    if guess_in < 0 or guess_out < 0 or guess_in + guess_out > scores.shape[0]:
+        raise DpcalcError(f"need 0 <= guesses in + out <= canaries; got {guess_in} + "
+                          f"{guess_out} of {scores.shape[0]}")
+    ranked = included[np.argsort(scores, kind="stable")]  # lowest score first
+    top = int(ranked[ranked.shape[0] - guess_in:].sum()) if guess_in else 0
+    return top + int((~ranked[:guess_out]).sum())
 
 
 @dataclass(frozen=True)
 class OneRunBound:
-    """The best of the guess counts tried, each tested at β / (number of counts)."""
+    """The bound from guesses whose counts were fixed before the scores were seen."""
 
     epsilon_lower: float
     canaries: int
     guesses: int
     correct: int
-    counts_tried: int
+    ceiling: float
 
 
-def one_run_bound(scores: np.ndarray, included: np.ndarray, delta: float,
-                  beta: float) -> OneRunBound:
-    """Guess "in" for the k/2 highest scores and "out" for the k/2 lowest, for every k of
-    guess_counts(m); each ε is computed at level β/K (Bonferroni over the K counts), so the best
-    of them still holds with probability ≥ 1 − β."""
-    scores = np.asarray(scores, dtype=float)
-    included = np.asarray(included, dtype=bool)
-    if scores.shape != included.shape or scores.ndim != 1 or scores.shape[0] < 2:
-        raise DpcalcError("an audit needs one score per canary and at least 2 canaries")
-    order = np.argsort(scores, kind="stable")
-    ranked = included[order]  # lowest score first
-    counts = guess_counts(scores.shape[0])
-    best = None
-    for count in counts:
-        half = count // 2
-        correct = int(ranked[-half:].sum() + (~ranked[:half]).sum())
-        epsilon = one_run_epsilon_lower(scores.shape[0], count, correct, delta,
-                                        beta / len(counts))
-        if best is None or epsilon > best.epsilon_lower:
-            best = OneRunBound(epsilon, scores.shape[0], count, correct, len(counts))
-    return best
+def one_run_bound(scores: np.ndarray, included: np.ndarray, guess_in: int, guess_out: int,
+                  delta: float, beta: float) -> OneRunBound:
+    """Guess "in" for the ``guess_in`` highest scores and "out" for the ``guess_out`` lowest,
+    and bound ε at level β (Cor. 5.4). The counts must not depend on these scores or on
+    ``included`` (dpcalc.audit.guesses plans them on a simulation, or on other canaries):
+    then the guesses are a post-processing of the run's output and the theorem applies as is,
+    with no correction for a choice."""
+    canaries = int(np.asarray(scores).shape[0])
+    if canaries < 1:
+        raise DpcalcError("an audit needs at least one canary")
+    correct = correct_guesses(scores, included, guess_in, guess_out)
+    guesses = guess_in + guess_out
+    if guesses == 0:
+        return OneRunBound(0.0, canaries, 0, 0, 0.0)
+    return OneRunBound(one_run_epsilon_lower(canaries, guesses, correct, delta, beta), canaries,
+                       guesses, correct, one_run_ceiling(canaries, guesses, delta, beta))
 
 
 def _check_counts(canaries: int, guesses: int, correct: int) -> None:
@@ -224,6 +254,13 @@ def bound_from_counts(true_positives: int, positives: int, false_positives: int,
     return MonteCarloBound(epsilon_from_error_rates(fpr_upper, fnr_upper, delta), threshold,
                            true_positives, positives, false_positives, negatives, fpr_upper,
                            fnr_upper)
+
+
+def monte_carlo_ceiling(positives: int, negatives: int, delta: float, alpha: float) -> float:
+    """The most a threshold test over these runs can certify: every run with the canary
+    flagged and none without (TP = positives, FP = 0), i.e. ln((1 − δ − FNR_U)/FPR_U) with the
+    Clopper–Pearson bounds 1 − (α/2)^{1/n} of zero observed errors."""
+    return bound_from_counts(positives, positives, 0, negatives, delta, alpha).epsilon_lower
 
 
 def epsilon_lower_from_counts(true_positives: np.ndarray, positives: int,

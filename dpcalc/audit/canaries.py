@@ -4,21 +4,17 @@ Every canary is a record of its own: at each step it joins the batch with the ru
 rate q (Poisson), independently of the training examples, so the accountant's (q, σ, T) covers
 it exactly as it covers any training example. A canary that is "out" never joins.
 
-- gradient canaries (white-box, the strongest the threat model allows: Nasr, Song, Thakurta,
-  Papernot, Carlini 2021, "Adversary instantiation"; the "Dirac canary" of Nasr et al. 2023,
-  "Tight auditing of differentially private machine learning", also used in the white-box
-  experiments of Steinke et al. 2023): canary i's per-example gradient is C·e_j for a coordinate j of its own,
-  norm exactly C, so clipping leaves it unchanged. The auditor sees every released noisy
-  average g̃_t and reads x_t = B·g̃_t[j]/C ~ N(b_t, σ²) (+ the training examples' share of that
-  coordinate), b_t = 1 when the canary was sampled. The score is the log-likelihood ratio of the
+- gradient canaries on a coordinate of their own (white-box, the strongest the threat model
+  allows: Nasr, Song, Thakurta, Papernot, Carlini 2021, "Adversary instantiation"; the "Dirac
+  canary" of Nasr et al. 2023, "Tight auditing of differentially private machine learning"):
+  canary i's per-example gradient is C·e_j, norm exactly C, so clipping leaves it unchanged.
+  The auditor sees every released noisy average g̃_t and reads x_t = B·g̃_t[j]/C ~ N(b_t, σ²),
+  b_t = 1 when the canary was sampled. The score is the log-likelihood ratio of the
   Poisson-subsampled Gaussian pair, Σ_t log((1 − q) + q·exp((2x_t − 1)/(2σ²))): the
-  Neyman–Pearson test of "in" against "out" when the coordinate carries no data gradient
-  (Mironov, Talwar, Zhang 2019, the pair (1 − q)N(0, σ²) + qN(1, σ²) vs N(0, σ²)).
-  When the coordinate also carries training gradients (a one-run audit inside the user's model),
-  ``track_drift`` subtracts their slow drift: a trailing exponential average of each canary's
-  readings, and the pooled spread of the residuals replaces σ. Both are computed from what the
-  auditor observes, so the scores remain a post-processing of the run's output and the one-run
-  theorem still applies to the guesses made from them.
+  Neyman–Pearson test of "in" against "out" (Mironov, Talwar, Zhang 2019, the pair
+  (1 − q)N(0, σ²) + qN(1, σ²) vs N(0, σ²)). GradientCanaries write on coordinates of the model
+  the caller picks (the Monte Carlo audit: the weight of an all-zero feature column);
+  the one-run audit's canaries live on extra input columns (dpcalc.audit.dirac).
 - input canaries (black-box, last model only): a training example's features with a wrong label
   (a mislabelled example, as in the black-box audits of Steinke et al. 2023). Its gradient is the
   model's own, clipped to C; the score is −loss of the final model on it.
@@ -34,7 +30,6 @@ from dpcalc.dpsgd.models import Params, SoftmaxModel
 from dpcalc.errors import DpcalcError
 
 CANARY_KINDS = ("gradient", "input")
-DRIFT_SMOOTHING = 0.1  # weight of the newest reading in the trailing average (track_drift)
 
 
 def subsampled_gaussian_log_ratio(observations: np.ndarray, sampling_rate: float,
@@ -55,8 +50,7 @@ class GradientCanaries:
 
     def __init__(self, coordinates: np.ndarray, shapes: list[tuple[int, ...]],
                  included: np.ndarray, sampling_rate: float, noise_multiplier: float,
-                 clip_norm: float, expected_batch_size: float, rng: np.random.Generator,
-                 track_drift: bool = False):
+                 clip_norm: float, expected_batch_size: float, rng: np.random.Generator):
         self.coordinates = np.asarray(coordinates, dtype=np.int64)
         self.included = np.asarray(included, dtype=bool)
         sizes = [int(np.prod(shape)) for shape in shapes]
@@ -73,9 +67,6 @@ class GradientCanaries:
         self._rng = rng
         self.scores = np.zeros(self.coordinates.shape[0])
         self.steps = 0
-        self.track_drift = track_drift
-        self._baseline = np.zeros(self.coordinates.shape[0])
-        self._squares, self._readings = 0.0, 0
 
     def add_sampled(self, model: SoftmaxModel, params: Params, clipped_sum: Params) -> Params:
         sampled = self.included & (self._rng.random(self.included.shape[0]) < self.sampling_rate)
@@ -94,17 +85,8 @@ class GradientCanaries:
             readings[chosen] = noisy_average[array_index].reshape(-1)[self._index_in[chosen]]
         observations = readings * self.expected_batch_size / self.clip_norm
         self.steps += 1
-        if not self.track_drift:
-            self.scores += subsampled_gaussian_log_ratio(observations, self.sampling_rate,
-                                                         self.noise_multiplier)
-            return
-        residuals = observations - self._baseline
-        self._squares += float(residuals @ residuals)
-        self._readings += residuals.shape[0]
-        if self.steps > 1:  # the first reading has no baseline yet
-            spread = math.sqrt(self._squares / self._readings)
-            self.scores += subsampled_gaussian_log_ratio(residuals, self.sampling_rate, spread)
-        self._baseline += DRIFT_SMOOTHING * (observations - self._baseline)
+        self.scores += subsampled_gaussian_log_ratio(observations, self.sampling_rate,
+                                                     self.noise_multiplier)
 
     def final_scores(self, model: SoftmaxModel, params: Params) -> np.ndarray:
         return self.scores.copy()

@@ -2,11 +2,13 @@
 DP-SGD run (Steinke, Nasr, Jagielski 2023) and the verdict against the certified interval.
 
 The one-run audit rides along the run it audits: m canaries, each included with probability ½
-(Steinke et al. 2023, §3), are sampled at the run's rate q at every step next to the
-training examples; after training every canary gets a score, and dpcalc.audit.bounds turns the
-guesses on the highest and lowest scores into an ε lower bound (their Cor. 5.4, arXiv v1).
-Under --sampling shuffle (zero-out or replace-one) the canaries instead take slots in the
-shuffled batches, one step per epoch each (dpcalc.audit.shuffle).
+(Steinke et al. 2023, §3), are sampled with the run's sampler at every step next to the
+training examples. Gradient canaries are Dirac canaries on extra input columns no example
+uses (dpcalc.audit.dirac), scored from what the threat model lets the auditor see; the numbers
+of "in" and "out" guesses are fixed before training on simulated audits (dpcalc.audit.guesses),
+and dpcalc.audit.bounds turns the right guesses into an ε lower bound (Cor. 5.4, arXiv v1).
+Under --sampling shuffle (zero-out or replace-one) the canaries take slots in the shuffled
+batches, one step per epoch each.
 """
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.audit.bounds import one_run_bound
-from dpcalc.audit.canaries import (CANARY_KINDS, GradientCanaries, InputCanaries,
-                                   mislabelled_examples, parameter_shapes)
+from dpcalc.audit.canaries import CANARY_KINDS, InputCanaries, mislabelled_examples
+from dpcalc.audit.dirac import ALL_ITERATES, LAST_MODEL, THREAT_MODELS, DiracCanaries
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_count, check_delta, check_open_interval
 
@@ -29,9 +31,10 @@ MIN_RUNS, MAX_RUNS = 20, 100_000
 # Stream tags: the audit's randomness never touches the training run's own streams, so the
 # batches and noise of an audited run are those of the same run without --audit.
 _CANARY_STREAM = 0xA0D17
+_PLAN_STREAM, _CALIBRATION_STREAM = 4, 5  # sub-streams: the guess planner, the input split
 
 ONE_RUN_METHOD = ("Steinke, Nasr, Jagielski 2023 (one training run), Cor. 5.4 with the δ term; "
-                  "Bonferroni over the guess counts tried")
+                  "guess counts fixed without the audited canaries' scores")
 MONTE_CARLO_METHOD = ("Clopper-Pearson bounds on FPR and FNR at (1 - confidence)/2 each, "
                       "Kairouz, Oh, Viswanath 2015 Thm 2.1")
 
@@ -47,8 +50,8 @@ class AuditSettings:
     confidence: float = DEFAULT_CONFIDENCE
     delta: float = 1e-5
     seed: int = 0
-    canaries_given: bool = True        # False: m may shrink to the model's parameter count
     adjacency: str = "add-remove"      # the run's; shuffled runs: zero-out or replace-one
+    threat_model: str | None = None    # None: all-iterates (gradient) or last-model (input)
 
     def __post_init__(self) -> None:
         if self.mode not in AUDIT_MODES:
@@ -66,6 +69,15 @@ class AuditSettings:
             self.confidence, "--audit-confidence", 0.0, 1.0))
         object.__setattr__(self, "delta", check_delta(self.delta))
         object.__setattr__(self, "seed", check_count(self.seed, "--seed", minimum=0))
+        default = ALL_ITERATES if self.canary == "gradient" else LAST_MODEL
+        threat_model = default if self.threat_model is None else self.threat_model
+        if threat_model not in THREAT_MODELS:
+            raise DpcalcError(f"--audit-threat-model must be one of {', '.join(THREAT_MODELS)}; "
+                              f"got {threat_model!r}")
+        if self.canary == "input" and threat_model != LAST_MODEL:
+            raise DpcalcError("--canary input is scored on the last model only: give "
+                              "--audit-threat-model last-model, or --canary gradient")
+        object.__setattr__(self, "threat_model", threat_model)
 
     @property
     def beta(self) -> float:
@@ -101,6 +113,11 @@ class AuditResult:
     threshold_rule: str | None = None
     sampling: str = "poisson"
     adjacency: str = "add-remove"
+    threat_model: str = ALL_ITERATES
+    ceiling: float | None = None      # the most these counts can certify (perfect guesses/test)
+    guesses_in: int | None = None
+    guesses_out: int | None = None
+    guess_rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +138,8 @@ def verdict(epsilon_lower: float, certified_upper: float | None, confidence: flo
                           f"is wrong")
 
 
-def check_auditable(sampling: str, adjacency: str, canary: str = "gradient") -> None:
+def check_auditable(sampling: str, adjacency: str, canary: str = "gradient",
+                    threat_model: str | None = None) -> None:
     """Audits cover the models pb certifies and the canaries can realise: Poisson sampling with
     add/remove adjacency (canaries added or removed, Poisson-sampled), and shuffled batches under
     zero-out or replace-one (gradient canaries placed in the permutation, dpcalc.audit.shuffle).
@@ -132,6 +150,9 @@ def check_auditable(sampling: str, adjacency: str, canary: str = "gradient") -> 
         if canary != "gradient":
             raise DpcalcError(f"--sampling shuffle audits need --canary gradient (canaries placed "
                               f"in the shuffled batches); got --canary {canary}")
+        if threat_model not in (None, ALL_ITERATES):
+            raise DpcalcError("shuffled audits read every iterate: give --audit-threat-model "
+                              "all-iterates with --sampling shuffle")
         return
     raise DpcalcError(f"--audit needs --sampling poisson with --adjacency add-remove, or --sampling "
                       f"shuffle with --adjacency zero-out or replace-one; got --sampling "
@@ -145,53 +166,78 @@ def canary_generator(seed: int, *more: int) -> np.random.Generator:
 
 
 # ---------------------------------------------------------------- one run
-def one_run_canaries(settings: AuditSettings, config, train) -> GradientCanaries | InputCanaries:
+def audited_canaries(seed: int, count: int) -> np.ndarray:
+    """Input canaries: True for the audited half, False for the ⌊m/2⌋ calibration canaries
+    (drawn on a stream of their own), on which the guess counts are chosen."""
+    audited = np.ones(count, dtype=bool)
+    audited[canary_generator(seed, _CALIBRATION_STREAM).permutation(count)[:count // 2]] = False
+    return audited
+
+
+def one_run_canaries(settings: AuditSettings, config, train) -> DiracCanaries | InputCanaries:
     """The m canaries of a one-run audit of ``config`` (a dpcalc.dpsgd.TrainingConfig) on
-    ``train``, each included with probability ½; pass them to train_dp_sgd(canaries=...)."""
+    ``train``, each included with probability ½; pass them to train_dp_sgd(canaries=...).
+    Gradient canaries carry their guess plan (``.plan``), fixed here, before training."""
+    from dpcalc.audit.guesses import ScoreLaw, plan_guesses
+    from dpcalc.dpsgd import planned_steps
+
     rng = canary_generator(settings.seed)
     count = settings.canaries
     included = rng.random(count) < 0.5
     sampling_rate = config.batch_size / train.n_samples
-    if settings.canary == "gradient":
-        shapes = parameter_shapes(train.n_features, train.n_classes, config.hidden_units)
-        total = sum(int(np.prod(shape)) for shape in shapes)
-        if count > total and not settings.canaries_given and total >= 2:
-            count, included = total, included[:total]
-        if count > total:
-            raise DpcalcError(f"--canaries must be at most {total} with --canary gradient (one "
-                              f"model parameter per canary); got {count}")
-        coordinates = rng.choice(total, size=count, replace=False)
-        if config.sampling == "shuffle":
-            from dpcalc.audit.shuffle import ShuffledGradientCanaries
+    if settings.canary == "input":
+        features, labels = mislabelled_examples(train, count, rng)
+        return InputCanaries(features, labels, included, sampling_rate, config.clip_norm, rng)
+    steps = planned_steps(config, train.n_samples)
+    law_shuffle = None
+    if config.sampling == "shuffle":
+        batches = math.ceil(train.n_samples / config.batch_size)
+        canaries = DiracCanaries(included, 1.0 / batches, config.noise_multiplier,
+                                 config.clip_norm, config.batch_size, config.learning_rate,
+                                 config.momentum, settings.threat_model, rng,
+                                 (batches, settings.adjacency))
+        law_shuffle = (batches, canaries.shifts)
+        sampling_rate = 1.0 / batches
+    else:
+        canaries = DiracCanaries(included, sampling_rate, config.noise_multiplier,
+                                 config.clip_norm, config.batch_size, config.learning_rate,
+                                 config.momentum, settings.threat_model, rng)
+    law = ScoreLaw(sampling_rate, config.noise_multiplier, steps, settings.threat_model,
+                   config.momentum, law_shuffle)
+    canaries.plan = plan_guesses(count, law, settings.delta, settings.beta,
+                                 canary_generator(settings.seed, _PLAN_STREAM))
+    return canaries
 
-            return ShuffledGradientCanaries(
-                coordinates, shapes, included, math.ceil(train.n_samples / config.batch_size),
-                config.noise_multiplier, config.clip_norm, config.batch_size, settings.adjacency,
-                track_drift=True)
-        return GradientCanaries(coordinates, shapes, included, sampling_rate,
-                                config.noise_multiplier, config.clip_norm, config.batch_size, rng,
-                                track_drift=True)
-    features, labels = mislabelled_examples(train, count, rng)
-    return InputCanaries(features, labels, included, sampling_rate, config.clip_norm, rng)
 
-
-def finish_one_run(settings: AuditSettings, canaries: GradientCanaries | InputCanaries,
+def finish_one_run(settings: AuditSettings, canaries: DiracCanaries | InputCanaries,
                    history) -> AuditResult:
-    """Score the canaries on the finished run (a dpcalc.dpsgd.TrainingHistory) and bound ε."""
-    from dpcalc.dpsgd.models import build_model
-
+    """Score the canaries on the finished run (a dpcalc.dpsgd.TrainingHistory) and bound ε
+    with the counts fixed before (gradient) or on a calibration half (input canaries)."""
     config = history.config
-    shapes = [tuple(array.shape) for array in history.params]
-    hidden = config.hidden_units
-    n_features, n_classes = shapes[0][0], shapes[-1][0]
-    model = build_model(n_features, n_classes, hidden, config.activation)
-    scores = canaries.final_scores(model, history.params)
-    bound = one_run_bound(scores, canaries.included, settings.delta, settings.beta)
+    included = canaries.included
+    if getattr(canaries, "extension_size", 0):
+        scores = canaries.final_scores(history.extension)
+        plan = canaries.plan
+    else:
+        from dpcalc.audit.guesses import plan_from_calibration
+        from dpcalc.dpsgd.models import build_model
+
+        n_features, n_classes = history.params[0].shape[0], history.params[-1].shape[0]
+        model = build_model(n_features, n_classes, config.hidden_units, config.activation)
+        scores = canaries.final_scores(model, history.params)
+        audited = audited_canaries(settings.seed, included.shape[0])
+        plan = plan_from_calibration(scores[~audited], included[~audited], int(audited.sum()),
+                                     settings.delta, settings.beta)
+        scores, included = scores[audited], included[audited]
+    bound = one_run_bound(scores, included, plan.guess_in, plan.guess_out, settings.delta,
+                          settings.beta)
     return AuditResult(
         mode="one-run", canary=settings.canary, epsilon_lower=bound.epsilon_lower,
         confidence=settings.confidence, delta=settings.delta,
         sampling_rate=history.sampling_rate, noise_multiplier=config.noise_multiplier,
         steps=history.steps, canaries=bound.canaries, runs=1, method=ONE_RUN_METHOD,
         guesses=bound.guesses, correct=bound.correct,
-        included=int(np.count_nonzero(canaries.included)), sampling=config.sampling,
-        adjacency=settings.adjacency)
+        included=int(np.count_nonzero(included)), sampling=config.sampling,
+        adjacency=settings.adjacency, threat_model=settings.threat_model,
+        ceiling=bound.ceiling, guesses_in=plan.guess_in, guesses_out=plan.guess_out,
+        guess_rule=plan.rule)

@@ -30,11 +30,14 @@ from typing import Callable
 
 import numpy as np
 
-from dpcalc.audit.bounds import best_threshold, epsilon_lower_from_counts, monte_carlo_bound
+from dpcalc.audit.bounds import (best_threshold, epsilon_lower_from_counts, monte_carlo_bound,
+                                 monte_carlo_ceiling)
 from dpcalc.audit.canaries import (GradientCanaries, InputCanaries, mislabelled_examples,
-                                   parameter_shapes, subsampled_gaussian_log_ratio)
+                                   parameter_shapes)
+from dpcalc.audit.dirac import LAST_MODEL
 from dpcalc.audit.experiment import (MONTE_CARLO_METHOD, AuditResult, AuditSettings,
                                      canary_generator)
+from dpcalc.errors import DpcalcError
 
 SMALL_FEATURES = 4          # informative synthetic features (plus the zero column)
 SMALL_MIN_TRAIN = 100       # N' at least this
@@ -44,6 +47,12 @@ PILOT_DRAWS = 2 * 10**7     # normal draws of the threshold-planning simulation
 PILOT_OUTCOMES = 200        # simulated audit outcomes per candidate threshold
 # shuffled runs: B' = 2, N' = 2b − 1 examples plus the canary's slot = b batches of exactly 2
 SHUFFLE_BATCH = 2
+# The documented size: at most this many DP-SGD steps over all runs (runs × steps per run).
+# benchmarks/bench_audit.py measures 0.3-1.3 ms per step on one core of a shared machine (4-step
+# runs pay more per step: per-run set-up), so the limit is 5-22 minutes, the range the refusal
+# quotes. 100 000 runs of up to 10 steps stay within it.
+MAX_MONTE_CARLO_STEPS = 1_000_000
+SECONDS_PER_STEP = (3e-4, 1.3e-3)
 
 
 def small_task_size(batch_size: int, n_train: int) -> tuple[int, int]:
@@ -68,29 +77,18 @@ def small_task(n_train: int, seed: int):
             Split(features[n_train:], dataset.labels[n_train:], 2))
 
 
-def planned_threshold(sampling_rate: float, noise_multiplier: float, steps: int, delta: float,
-                      alpha: float, positives: int, negatives: int, seed: int,
-                      shuffle: tuple[int, tuple[float, float]] | None = None) -> float:
-    """A threshold for the gradient canary's log-likelihood-ratio score, fixed before any audit
-    run: simulate the score under the pair the run claims (Poisson: in x_t ~ N(b_t, σ²) with
-    b_t ~ Bernoulli(q), out x_t ~ N(0, σ²); ``shuffle`` = (b, shifts): the epoch pair of
+def planned_threshold(law, delta: float, alpha: float, positives: int, negatives: int,
+                      seed: int) -> float:
+    """A threshold for the gradient canary's score, fixed before any audit run: simulate the
+    score under the pair the run claims (``law``, a dpcalc.audit.guesses.ScoreLaw: Poisson,
+    in x_t ~ N(b_t, σ²) with b_t ~ Bernoulli(q), out x_t ~ N(0, σ²); or the epoch pair of
     dpcalc.audit.shuffle) and keep the threshold whose bound, averaged over the outcomes of
     ``positives`` and ``negatives`` runs, is largest."""
     rng = canary_generator(seed, 1)
-    draws = int(min(50_000, max(2_000, PILOT_DRAWS // max(steps, 1))))
+    draws = int(min(50_000, max(2_000, PILOT_DRAWS // max(law.steps, 1))))
 
     def scores(member: bool) -> np.ndarray:
-        if shuffle is not None:
-            from dpcalc.audit.shuffle import simulate_shuffle_scores
-
-            return np.sort(simulate_shuffle_scores(rng, draws, steps, shuffle[0], shuffle[1],
-                                                   noise_multiplier, member))
-        total = np.zeros(draws)
-        for _ in range(steps):  # step by step: memory stays ~draws
-            shift = (rng.random(draws) < sampling_rate) if member else 0.0
-            total += subsampled_gaussian_log_ratio(shift + rng.normal(0.0, noise_multiplier, draws),
-                                                   sampling_rate, noise_multiplier)
-        return np.sort(total)
+        return np.sort(law.simulate(rng, draws, member))
 
     scores_in, scores_out = scores(True), scores(False)
     false_positive_rates = np.logspace(math.log10(0.5 / negatives), math.log10(0.5), 60)
@@ -110,30 +108,61 @@ def planned_threshold(sampling_rate: float, noise_multiplier: float, steps: int,
     return best_at
 
 
+def monte_carlo_plan(config, n_train: int):
+    """(small config, N', steps) of the audit runs for ``config`` (a TrainingConfig for
+    ``n_train`` examples): the run's q (or b batches per epoch), σ, C and steps."""
+    from dpcalc.dpsgd import planned_steps
+
+    if config.sampling == "shuffle":
+        batches = math.ceil(n_train / config.batch_size)
+        batch_size, size = SHUFFLE_BATCH, SHUFFLE_BATCH * batches - 1
+    else:
+        batch_size, size = small_task_size(config.batch_size, n_train)
+    small = replace(config, batch_size=batch_size, hidden_units=0, momentum=0.0,
+                    learning_rate=SMALL_LEARNING_RATE,
+                    sampling="shuffle" if config.sampling == "shuffle" else "poisson")
+    return small, size, planned_steps(small, size)
+
+
+def check_monte_carlo_size(runs: int, config, n_train: int) -> int:
+    """The audit's DP-SGD steps (runs × steps per run); past MAX_MONTE_CARLO_STEPS a
+    DpcalcError names the limit and the ways out."""
+    steps = monte_carlo_plan(config, n_train)[2]
+    total = runs * steps
+    if total > MAX_MONTE_CARLO_STEPS:
+        raise DpcalcError(
+            f"--audit-runs {runs} needs {runs} runs x {steps} steps = {total} DP-SGD steps; a "
+            f"Monte Carlo audit runs at most {MAX_MONTE_CARLO_STEPS} (about "
+            f"{MAX_MONTE_CARLO_STEPS * SECONDS_PER_STEP[0] / 60:.0f}-"
+            f"{MAX_MONTE_CARLO_STEPS * SECONDS_PER_STEP[1] / 60:.0f} min): give --audit-runs "
+            f"{max(MAX_MONTE_CARLO_STEPS // steps, 1)} or fewer, fewer --epochs, or the one-run "
+            f"audit (--audit)")
+    return total
+
+
 def monte_carlo_audit(settings: AuditSettings, config, n_train: int,
                       on_run: Callable[[int, int], None] | None = None) -> AuditResult:
     """Run ``settings.runs`` small DP-SGD runs at the (q, σ, C, steps) of ``config`` (a
     dpcalc.dpsgd.TrainingConfig for ``n_train`` examples), even-numbered runs with the canary;
     ``on_run(done, total)`` after each. ``config.sampling == "shuffle"``: the runs shuffle too,
-    with the run's b = ⌈N/B⌉ batches per epoch (shuffled_task)."""
-    from dpcalc.dpsgd import planned_steps, train_dp_sgd
+    with the run's b = ⌈N/B⌉ batches per epoch (shuffled_task). Under the last-model threat
+    model the gradient canary's score is read from the final weights only: −B·w_T/(ηC), the sum
+    of its readings (dpcalc.audit.dirac)."""
+    from dpcalc.audit.guesses import ScoreLaw
+    from dpcalc.dpsgd import train_dp_sgd
 
     shuffled = config.sampling == "shuffle"
-    if shuffled:
-        batches = math.ceil(n_train / config.batch_size)
-        batch_size, size = SHUFFLE_BATCH, SHUFFLE_BATCH * batches - 1
-    else:
-        batch_size, size = small_task_size(config.batch_size, n_train)
+    small, size, steps = monte_carlo_plan(config, n_train)
+    check_monte_carlo_size(settings.runs, config, n_train)
+    batch_size = small.batch_size
+    batches = math.ceil(size / batch_size) if shuffled else 0
     train, test = small_task(size, settings.seed)
-    small = replace(config, batch_size=batch_size, hidden_units=0, momentum=0.0,
-                    learning_rate=SMALL_LEARNING_RATE,
-                    sampling="shuffle" if shuffled else "poisson")
-    steps = planned_steps(small, size)
     sampling_rate = 1.0 / batches if shuffled else batch_size / size
     shapes = parameter_shapes(train.n_features, 2, 0)
     canary_coordinate = (train.n_features - 1) * 2  # weight of the zero column, class 0
     canary_features, canary_labels = mislabelled_examples(train, 1, canary_generator(
         settings.seed, 2))
+    last_model = settings.threat_model == LAST_MODEL
     runs = settings.runs
     scores = np.empty(runs)
     members = np.arange(runs) % 2 == 0
@@ -155,18 +184,20 @@ def monte_carlo_audit(settings: AuditSettings, config, n_train: int,
             hook = InputCanaries(canary_features, canary_labels, included, sampling_rate,
                                  small.clip_norm, rng)
         history = train_dp_sgd(run_config, train, test, canaries=hook)
-        scores[run] = hook.final_scores(_model(train), history.params)[0]
+        if last_model and settings.canary == "gradient":  # the final weights only
+            scores[run] = -history.params[0].reshape(-1)[canary_coordinate] * batch_size / (
+                small.learning_rate * small.clip_norm)
+        else:
+            scores[run] = hook.final_scores(_model(train), history.params)[0]
         if on_run is not None:
             on_run(run + 1, runs)
     alpha = settings.beta
     if settings.canary == "gradient":
-        threshold = planned_threshold(sampling_rate, small.noise_multiplier, steps,
-                                      settings.delta, alpha, int(members.sum()),
-                                      int((~members).sum()), settings.seed,
-                                      (batches, hook.shifts) if shuffled else None)
-        pair = (f"shuffle pair, shifts {hook.shifts[0]:g} and {hook.shifts[1]:g}" if shuffled
-                else "subsampled Gaussian pair")
-        rule = f"planned before the runs from the {pair}; all runs bounded"
+        law = ScoreLaw(sampling_rate, small.noise_multiplier, steps, settings.threat_model,
+                       small.momentum, (batches, hook.shifts) if shuffled else None)
+        threshold = planned_threshold(law, settings.delta, alpha, int(members.sum()),
+                                      int((~members).sum()), settings.seed)
+        rule = f"planned before the runs from the {law.pair}; all runs bounded"
         evaluated = np.ones(runs, dtype=bool)
     else:
         calibration = np.arange(runs) < runs // 2
@@ -183,7 +214,9 @@ def monte_carlo_audit(settings: AuditSettings, config, n_train: int,
         method=MONTE_CARLO_METHOD, true_positives=bound.true_positives,
         positives=bound.positives, false_positives=bound.false_positives,
         negatives=bound.negatives, threshold=bound.threshold, threshold_rule=rule,
-        sampling=small.sampling, adjacency=settings.adjacency if shuffled else "add-remove")
+        sampling=small.sampling, adjacency=settings.adjacency if shuffled else "add-remove",
+        threat_model=settings.threat_model,
+        ceiling=monte_carlo_ceiling(bound.positives, bound.negatives, settings.delta, alpha))
 
 
 def _model(train):

@@ -18,7 +18,8 @@ shuffle pair (2, 1) is what makes the Poisson figure fail for shuffled batches.
 
 ``crafted_others`` builds that instance (the Monte Carlo audit's small task: every ordinary
 record's clipped gradient IS −C·e_j, norm C, so every record is clipped as DP-SGD requires).
-Without it (a one-run audit inside the user's model) the shifts are (1, 0) or (1, −1).
+Without it (the one-run audit's canaries, on coordinates of their own: dpcalc.audit.dirac)
+the shifts are (1, 0) or (1, −1).
 
 Score per canary: the log-likelihood ratio of the epoch pair, summed over epochs. One epoch of
 b readings, the canary's step uniform among the b; an in-canary shifts its step by a, an out one
@@ -31,7 +32,6 @@ import math
 
 import numpy as np
 
-from dpcalc.audit.canaries import DRIFT_SMOOTHING
 from dpcalc.dpsgd.models import Params, SoftmaxModel
 from dpcalc.errors import DpcalcError
 
@@ -88,7 +88,7 @@ class ShuffledGradientCanaries:
     def __init__(self, coordinates: np.ndarray, shapes: list[tuple[int, ...]],
                  included: np.ndarray, steps_per_epoch: int, noise_multiplier: float,
                  clip_norm: float, expected_batch_size: float, adjacency: str,
-                 crafted_others: bool = False, track_drift: bool = False):
+                 crafted_others: bool = False):
         if adjacency not in OUT_VALUE:
             raise DpcalcError(f"shuffled audits need --adjacency zero-out or replace-one; "
                               f"got {adjacency}")
@@ -110,15 +110,12 @@ class ShuffledGradientCanaries:
         self.out_value = OUT_VALUE[adjacency]
         self.crafted_others = crafted_others
         self.shifts = shuffle_shifts(adjacency, crafted_others)
-        self.track_drift = track_drift
         self.scores = np.zeros(self.placed_records)
         self.steps = 0
         self._here = np.zeros(0, dtype=np.int64)
         self._batch_size = 0
         self._log_in: list[np.ndarray] = []
         self._log_out: list[np.ndarray] = []
-        self._baseline = np.zeros(self.placed_records)
-        self._squares, self._readings = 0.0, 0
 
     def place(self, indices: np.ndarray, batch_size: int) -> None:
         """The canaries in this step's batch and the batch's number of records (public)."""
@@ -149,16 +146,8 @@ class ShuffledGradientCanaries:
         if self.crafted_others:
             readings = readings + self._batch_size
         self.steps += 1
-        noise: float = self.noise_multiplier
-        if self.track_drift:  # as GradientCanaries: the training gradients' slow drift
-            residuals = readings - self._baseline
-            self._baseline += DRIFT_SMOOTHING * (readings - self._baseline)
-            self._squares += float(residuals @ residuals)
-            self._readings += residuals.shape[0]
-            readings = residuals
-            noise = math.sqrt(self._squares / self._readings) if self.steps > 1 else noise
-        self._log_in.append(_log_terms(readings, self.shifts[0], noise))
-        self._log_out.append(_log_terms(readings, self.shifts[1], noise))
+        self._log_in.append(_log_terms(readings, self.shifts[0], self.noise_multiplier))
+        self._log_out.append(_log_terms(readings, self.shifts[1], self.noise_multiplier))
         if len(self._log_in) == self.steps_per_epoch:
             self._flush()
 

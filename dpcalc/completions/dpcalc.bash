@@ -195,11 +195,12 @@ _dpcalc() {
                 --audit-runs) return ;;
                 --canary) COMPREPLY=($(compgen -W "gradient input" -- "$cur")); return ;;
                 --canaries) return ;;
+                --audit-threat-model) COMPREPLY=($(compgen -W "all-iterates last-model" -- "$cur")); return ;;
                 --audit-confidence) return ;;
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --noise-multiplier --target-epsilon --epsilon -e --delta --target-delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --audit --audit-runs --canary --canaries --audit-confidence --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --noise-multiplier --target-epsilon --epsilon -e --delta --target-delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --audit --audit-runs --canary --canaries --audit-threat-model --audit-confidence --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
     esac
 }

@@ -108,6 +108,8 @@ class TrainingHistory:
     sampling_rate: float            # q = B/N, the rate the accountant assumes
     epochs: tuple[EpochRecord, ...]
     params: Params
+    # the final weights of the audit's extra input columns (CanaryHook.extension_size), else None
+    extension: np.ndarray | None = None
 
     @property
     def final(self) -> EpochRecord:
@@ -128,7 +130,14 @@ EpochCallback = Callable[[EpochRecord], None]
 class CanaryHook(Protocol):
     """Audit canaries riding along a private run (dpcalc.audit): at every step they add the
     clipped gradients of the canaries sampled into the batch, then see the released noisy
-    average (a white-box auditor observes every update)."""
+    average (a white-box auditor observes every update).
+
+    A hook with ``extension_size`` m > 0 instead writes on m parameters of its own: the weights
+    of m extra input columns that are 0 in every training and test example, so no example's
+    gradient reaches them and the predictions do not depend on them (_Extension). Each step it
+    returns their clipped-gradient sum (``extension_gradients()``), the trainer adds the
+    mechanism's noise and takes the same SGD step on them, and ``observe_extension(weights)``
+    sees the released weights after the step."""
 
     def add_sampled(self, model: SoftmaxModel, params: Params, clipped_sum: Params) -> Params:
         ...
@@ -258,8 +267,29 @@ def _placed_stream(config: TrainingConfig, n_train: int, total_steps: int,
 
 
 def _seed_sequences(seed: int) -> list[np.random.SeedSequence]:
-    """Independent streams for initialisation, sampling and noise."""
-    return np.random.SeedSequence(seed).spawn(3)
+    """Independent streams for initialisation, sampling, noise, and the noise of the audit's
+    extension (a fourth child: the first three are those of spawn(3), so a run with an
+    extension draws the batches and noise of the same run without it)."""
+    return np.random.SeedSequence(seed).spawn(4)
+
+
+class _Extension:
+    """The weights of CanaryHook.extension_size extra input columns, 0 in every example: they
+    start at 0, get only the hook's gradients plus N(0, σ²C²) noise per coordinate (its own
+    stream), divided by B, and the run's momentum and learning rate — DP-SGD on the model
+    with those columns added, whose clipped per-example gradients are unchanged (an example's
+    gradient on them is 0)."""
+
+    def __init__(self, size: int, seed: np.random.SeedSequence):
+        self.weights, self.velocity = np.zeros(size), np.zeros(size)
+        self._rng = _generator(seed)
+
+    def step(self, config: TrainingConfig, summed: np.ndarray) -> np.ndarray:
+        update = noisy_average((summed,), config.noise_multiplier, config.clip_norm,
+                               config.batch_size, self._rng)[0]
+        self.velocity = config.momentum * self.velocity + update
+        self.weights = self.weights - config.learning_rate * self.velocity
+        return self.weights
 
 
 def _generator(seed: np.random.SeedSequence) -> np.random.Generator:
@@ -318,7 +348,7 @@ def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool
     epoch_ends = set(_epoch_end_steps(config, n_train, total_steps))
     per_epoch = steps_per_epoch(config, n_train)
     model = build_model(train.n_features, train.n_classes, config.hidden_units, config.activation)
-    init_seed, sampling_seed, noise_seed = _seed_sequences(config.seed)
+    init_seed, sampling_seed, noise_seed, extension_seed = _seed_sequences(config.seed)
     init_rng, noise_rng = _generator(init_seed), _generator(noise_seed)
     params = tuple(np.array(p) for p in model.init_params(init_rng))
     velocity = tuple(np.zeros_like(p) for p in params)
@@ -327,6 +357,8 @@ def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool
     # canaries that take slots in shuffled batches (dpcalc.audit, --sampling shuffle)
     placed = (int(getattr(canaries, "placed_records", 0))
               if private and canaries is not None and config.sampling == "shuffle" else 0)
+    extension = (_Extension(int(canaries.extension_size), extension_seed)
+                 if private and int(getattr(canaries, "extension_size", 0) or 0) > 0 else None)
     batches = (_placed_stream(config, n_train, total_steps, _generator(sampling_seed), placed)
                if placed else batch_sampler(config, n_train, sampling_seed))
     for step, batch in enumerate(batches, 1):
@@ -338,11 +370,13 @@ def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool
             summed, norms = model.clipped_gradient_sum(params, features, labels, config.clip_norm)
             clipped += int(np.count_nonzero(norms > config.clip_norm))
             seen += norms.shape[0]
-            if canaries is not None:
+            if canaries is not None and extension is None:
                 summed = canaries.add_sampled(model, params, summed)
             update = noisy_average(summed, config.noise_multiplier, config.clip_norm,
                                    config.batch_size, noise_rng)
-            if canaries is not None:
+            if extension is not None:
+                canaries.observe_extension(extension.step(config, canaries.extension_gradients()))
+            elif canaries is not None:
                 canaries.observe(update)
         else:
             update = tuple(g / config.batch_size
@@ -360,7 +394,8 @@ def _train_loop(config: TrainingConfig, train: Split, test: Split, private: bool
             if on_epoch is not None:
                 on_epoch(record)
     return TrainingHistory(config, private, n_train, total_steps,
-                           config.batch_size / n_train, tuple(records), params)
+                           config.batch_size / n_train, tuple(records), params,
+                           None if extension is None else extension.weights)
 
 
 def _evaluate(model: SoftmaxModel, params: Params, train: Split, test: Split, epoch: int,

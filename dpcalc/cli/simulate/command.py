@@ -133,6 +133,7 @@ def simulate_command(
     audit_runs: Optional[str] = audit_opt.AUDIT_RUNS,
     canary: audit_opt.Canary = audit_opt.CANARY,
     canaries: Optional[str] = audit_opt.CANARIES,
+    audit_threat_model: Optional[audit_opt.ThreatModel] = audit_opt.AUDIT_THREAT_MODEL,
     audit_confidence: str = audit_opt.AUDIT_CONFIDENCE,
     max_epsilon: Optional[str] = opt.MAX_EPSILON,
     output_format: OutputFormat = FORMAT,
@@ -174,7 +175,8 @@ def simulate_command(
     random_seed = check_count(seed, "--seed", minimum=0)
     fraction = check_open_interval(test_fraction, "--test-fraction", 0.0, 1.0)
     audit_settings = audit_opt.audit_settings(audit, audit_runs, canary, canaries,
-                                              audit_confidence, target_delta, random_seed)
+                                              audit_confidence, target_delta, random_seed,
+                                              audit_threat_model)
     request = SimulationRequest(
         data=data_choice, test_fraction=fraction, seed=random_seed, with_baseline=baseline,
         group_size=group, delta=target_delta, noise_multiplier=noise, target_epsilon=target,
@@ -220,10 +222,13 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
               config.hidden_units)
     sampling_rate = config.batch_size / n_train
     if request.audit is not None:  # before any warning: a refused audit is one line
-        from dpcalc.audit import check_auditable
+        from dpcalc.audit import check_auditable, check_monte_carlo_size
 
-        check_auditable(config.sampling, request.adjacency, request.audit.canary)
+        check_auditable(config.sampling, request.adjacency, request.audit.canary,
+                        request.audit.threat_model)
         request = replace(request, audit=replace(request.audit, adjacency=request.adjacency))
+        if request.audit.mode == "monte-carlo":
+            check_monte_carlo_size(request.audit.runs, config, n_train)
     model = accounting_model(config.sampling, request.adjacency)
     run_model = (config.sampling, request.adjacency)
     applies = certificate_applies(*run_model)
@@ -301,9 +306,13 @@ def run_audit(request: SimulationRequest, config: "TrainingConfig", n_train: int
         result = finish_one_run(settings, canaries, history)
     else:
         progress.start("audit runs", settings.runs)
-        result = monte_carlo_audit(
-            settings, config, n_train,
-            on_run=lambda done, total: progress.step(StepRecord(done, total, 0)))
+        clock = audit_opt.RunClock(settings.runs, progress.note)
+
+        def on_run(done: int, total: int) -> None:
+            progress.step(StepRecord(done, total, 0))
+            clock.run_done(done)
+
+        result = monte_carlo_audit(settings, config, n_train, on_run=on_run)
     certified = final.epsilon
     audited = (result.sampling_rate, result.steps, result.sampling)
     if audited != (history.sampling_rate, final.record.steps_done, config.sampling):

@@ -314,7 +314,15 @@ def emit_simulation(outcome: "SimulationOutcome", output_format: OutputFormat,
 
 # ---------------------------------------------------------------- progress on stderr
 class SilentProgress:
-    """Used when stderr is not a terminal: nothing is drawn."""
+    """Used when stderr is not a terminal (nothing is drawn; ``note`` lines still go to
+    stderr) or when progress is off (``notes=False``: nothing at all)."""
+
+    def __init__(self, notes: bool = False) -> None:
+        self._notes = notes
+
+    def note(self, text: str) -> None:
+        if self._notes:
+            sys.stderr.write(f"note: {text}\n")
 
     def start(self, description: str, total_steps: int) -> None:
         pass
@@ -336,6 +344,10 @@ class BarProgress:
         self._progress = progress
         self._task = None
         self._last_epoch = None  # (task, row, expected epochs) of the latest epoch_done
+
+    def note(self, text: str) -> None:
+        """A line above the bar (it stays when the bar is erased)."""
+        self._progress.console.print(f"note: {text}", highlight=False)
 
     def start(self, description: str, total_steps: int) -> None:
         self._task = self._progress.add_task(description, total=total_steps, status="")
@@ -377,7 +389,7 @@ def open_progress(enabled: bool = True, console=None) -> Iterator[SilentProgress
 
     console = console or Console(stderr=True)
     if not console.is_terminal:
-        yield SilentProgress()
+        yield SilentProgress(notes=True)
         return
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
