@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from dpcalc.calibration.dpsgd import dpsgd_sigma, gdp_sigma_guess
 from dpcalc.calibration.search import CalibrationResult, calibrate_noise_multiplier
 from dpcalc.calibration.gaussian import gaussian_mechanism_sigmas
-from dpcalc.models.gaussian import analytic_gaussian_sigma, gaussian_delta
+from dpcalc.models.gaussian import gaussian_delta
+from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
 from dpcalc.accountants.gdp import GdpAccountant, clt_mu
 from dpcalc.accountants.registry import accountant_names, get_accountant
 from dpcalc.models.schedule import Phase, Schedule

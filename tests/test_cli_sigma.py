@@ -9,7 +9,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from dpcalc.models.gaussian import analytic_gaussian_sigma, gaussian_delta
+from dpcalc.models.gaussian import gaussian_delta
+from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
 from dpcalc.accountants.registry import accountant_names, get_accountant
 from dpcalc.models.schedule import Schedule
 from dpcalc.cli.app import app

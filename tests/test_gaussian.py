@@ -12,16 +12,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpcalc.models.gaussian import (
-    analytic_gaussian_sigma,
-    classic_gaussian_is_valid,
-    classic_gaussian_sigma,
-    gaussian_delta,
-    gaussian_epsilon,
-    gdp_delta,
-    gdp_delta_upper,
-    gdp_epsilon,
-)
+from dpcalc.models.gaussian import gaussian_delta, gaussian_epsilon, gdp_delta, gdp_delta_upper, gdp_epsilon
+from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma, classic_gaussian_is_valid, classic_gaussian_sigma
 from dpcalc.errors import DpcalcError
 
 

@@ -68,7 +68,6 @@ class StandInPrivacyEngine:
     def make_private_with_epsilon(self, *, module, optimizer, data_loader, target_epsilon,
                                   target_delta, epochs, max_grad_norm, poisson_sampling=True,
                                   **kwargs):
-        sample_rate = 1 / len(data_loader)
         create_accountant(self.accountant.mechanism())  # get_noise_multiplier's first call
         raise AssertionError("not reached: the stand-in has no Opacus accountants")
 

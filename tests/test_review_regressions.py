@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from dpcalc.models.gaussian import analytic_gaussian_sigma, gdp_delta
+from dpcalc.models.gaussian import gdp_delta
+from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
 from dpcalc.errors import DpcalcError
 from tests.conftest import run_dpcalc
 

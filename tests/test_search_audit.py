@@ -105,7 +105,7 @@ def test_analytic_sigma_near_delta_one_is_safe(epsilon, gap):
     """analytic_gaussian_sigma, same margin: σ whose true δ was 2e-17 to 5e-17 above δ."""
     import mpmath
 
-    from dpcalc.models.gaussian import analytic_gaussian_sigma
+    from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
 
     delta = 1.0 - gap
     sigma = analytic_gaussian_sigma(epsilon, delta)

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 from dpcalc.accountants.allocation import AllocationBound
 from dpcalc.pb.buckets import check_consistent, delta_bounds, epsilon_bounds
-from dpcalc.models.gaussian import analytic_gaussian_sigma, gdp_delta_upper, gdp_epsilon
+from dpcalc.models.gaussian import gdp_delta_upper, gdp_epsilon
+from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
 from dpcalc.models.max_pair import max_statistic_pair
 from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_MODELS, EPOCH_SAMPLINGS,
                                     POISSON, REPLACE_ONE, SHUFFLE, SHUFFLE_ONCE, model_label)

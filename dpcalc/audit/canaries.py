@@ -21,8 +21,6 @@ it exactly as it covers any training example. A canary that is "out" never joins
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dpcalc.dpsgd.data import Split

@@ -31,7 +31,7 @@ def gdp_sigma_guess(target_epsilon: float, delta: float, schedule) -> float:
     μ² = Σ_phases q² T (e^{Δ²/σ²} − 1) (Bu et al. 2020 §3; Δ the step's sensitivity):
     σ = Δ/√(ln(1 + μ²/Σ q² T)). Not a bound: a starting guess, usually on the low side.
     """
-    from dpcalc.models.gaussian import analytic_gaussian_sigma
+    from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
     from dpcalc.models.worst_case import worst_case
 
     mu = 1.0 / analytic_gaussian_sigma(target_epsilon, delta)

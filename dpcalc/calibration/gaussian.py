@@ -32,8 +32,8 @@ class GaussianSigmas:
 
 def gaussian_mechanism_sigmas(epsilon: float, delta: float, sensitivity: float = 1.0) -> GaussianSigmas:
     """Classic and analytic Gaussian-mechanism noise for (ε, δ) at L2 ``sensitivity``."""
-    from dpcalc.models.gaussian import (analytic_gaussian_sigma, classic_gaussian_is_valid,
-                                        classic_gaussian_sigma, gaussian_delta)
+    from dpcalc.models.gaussian import gaussian_delta
+    from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma, classic_gaussian_is_valid, classic_gaussian_sigma
 
     epsilon = _check_target(epsilon)
     analytic = analytic_gaussian_sigma(epsilon, delta, sensitivity)
