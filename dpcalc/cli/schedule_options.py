@@ -210,11 +210,12 @@ def build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phases: li
 
 
 def model_footnote(inputs: dict) -> str:
-    """The footer line that names the model every number holds for, the unit protected and
-    the pipeline named (a second line)."""
+    """The footer line that names the model every number holds for, the unit protected
+    (where it is not one training example) and the pipeline named (a second line)."""
     unit = inputs.get("unit") or "example"
-    line = (f"Model: {inputs['model']}; unit of privacy: {UNIT_WORDS.get(unit, unit)}. Every "
-            "certified number holds for this model only.")
+    protected = "" if unit == "example" else f"; unit of privacy: {UNIT_WORDS.get(unit, unit)}"
+    line = (f"Model: {inputs['model']}{protected}. Every certified number holds for this model "
+            "only.")
     pipeline = inputs.get("pipeline")
     if pipeline:
         line += (f"\nPipeline: {pipeline['name']} — {pipeline['what']} → --sampling "
