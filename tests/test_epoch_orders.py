@@ -178,3 +178,16 @@ def test_berry_esseen_note_states_the_regime_and_the_floor():
     assert f"{60 * 0.40973 / math.sqrt(235):.3g}" in note  # E·C₀/√b = 1.60
     low = Phase.from_batches(256, 60_000, 0.7, 14_100, "shuffle", "zero-out")
     assert "is not met" in epoch_orders.berry_esseen_note(low)
+
+
+def test_risk_reads_the_same_mixture():
+    """`risk` on a shuffled run that ends inside an epoch: its advantage (= δ(0)) is Prop. 1's
+    mixture at ε = 0, from above and tight; TPR at FPR stays within the E-fold Gaussian's."""
+    from dpcalc.risk.bounds import risk_bounds
+
+    phase = Phase.from_batches(100, 1_000, 1.0, 25, "shuffle", "zero-out")  # E = 3, w = 1/2
+    bounds = risk_bounds(Schedule((phase,)), [1e-3])
+    mixture = 0.5 * gdp_delta(0.0, math.sqrt(3)) + 0.5 * gdp_delta(0.0, math.sqrt(2))
+    assert mixture <= bounds.advantage.upper <= mixture * (1 + 1e-9)
+    gaussian_tpr = float(norm.cdf(norm.ppf(1e-3) + math.sqrt(3)))
+    assert bounds.tpr[0].upper <= gaussian_tpr * (1 + 1e-9)

@@ -152,24 +152,28 @@ def epoch_count_law(phase) -> tuple[tuple[int, float], ...]:
     return tuple((int(k), float(weight)) for k, weight in enumerate(law) if weight > 0.0)
 
 
-def mixture_delta_upper(epsilon: float, law, unit_mu: float) -> float:
-    """A certified upper bound on E[δ_{μ_K}(ε)], μ_k = unit_mu·√k (module doc, (A)).
+def mixture_delta_upper(epsilon, law, unit_mu: float):
+    """A certified upper bound on E[δ_{μ_K}(ε)], μ_k = unit_mu·√k (module doc, (A)), for a
+    scalar or an array of ε ≥ 0.
 
     As Σ_k S_k·(d_k − d_{k−1}) with d_k the certified δ_{μ_k}(ε) made non-decreasing in k and
     S_k ≥ P(K ≥ k) (tail sums of the law, raised by their float error): each term only
     grows, so the sum bounds Σ_k P(K = k)·δ_{μ_k}(ε) from above; then raised by its own
     rounding."""
+    points = np.atleast_1d(np.asarray(epsilon, dtype=float))
     ks = np.array([k for k, _ in law], dtype=float)
     weights = np.array([weight for _, weight in law], dtype=float)
-    deltas = np.array([0.0 if k == 0 else float(gdp_delta_upper(epsilon, unit_mu * math.sqrt(k)))
+    deltas = np.array([np.zeros(points.size) if k == 0 else
+                       np.atleast_1d(gdp_delta_upper(points, unit_mu * math.sqrt(k)))
                        for k in ks])
-    deltas = np.maximum.accumulate(np.minimum(deltas, 1.0))
+    deltas = np.maximum.accumulate(np.minimum(deltas, 1.0), axis=0)
     tails = np.cumsum(weights[::-1])[::-1]
     tails = np.minimum(1.0, tails * (1.0 + 4.0 * _UNIT * (ks.size + 2)) + 1e-300)
     tails[0] = 1.0  # P(K ≥ smallest k) = 1
-    steps = np.diff(np.concatenate([[0.0], deltas]))
-    total = float(np.sum(tails * steps))
-    return min(1.0, total * (1.0 + 4.0 * _UNIT * (ks.size + 2)) + 1e-300)
+    steps = np.diff(np.concatenate([np.zeros((1, points.size)), deltas]), axis=0)
+    total = np.sum(tails[:, None] * steps, axis=0)
+    bound = np.minimum(1.0, total * (1.0 + 4.0 * _UNIT * (ks.size + 2)) + 1e-300)
+    return float(bound[0]) if np.ndim(epsilon) == 0 else bound
 
 
 def mixture_epsilon(delta: float, law, unit_mu: float) -> float:
