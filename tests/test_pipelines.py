@@ -266,3 +266,14 @@ def test_every_pipeline_maps_to_a_certified_model():
     for pipeline in PIPELINES:
         if pipeline.sampling in EPOCH_SAMPLINGS:
             assert (pipeline.sampling, pipeline.adjacency) in EPOCH_MODELS, pipeline.name
+
+
+def test_compare_sweep_says_why_and_gives_the_nearest_intervals():
+    text = " ".join(_invoke("compare", "--sampling", "shuffle", "--batch-size", "100",
+                            "--dataset-size", "1000", "--sigma", "1", "--epochs", "1,2",
+                            "-a", "pb").split())
+    epsilon = _zero_out("epsilon")["results"][0]  # 2 epochs under zero-out
+    assert "pb: not applicable: shuffled batches under add/remove-one" in text
+    from dpcalc.accountants.result import interval_text
+
+    assert f"2: {interval_text(epsilon['epsilon_lower'], epsilon['epsilon'])}" in text

@@ -27,7 +27,9 @@ SIGMA = typer.Option(None, *SIGMA_NAMES, metavar="FLOAT",
                      help="Noise multiplier σ > 0 (noise std / clipping norm).")
 STEPS = typer.Option(None, "--steps", metavar="INT", help="Number of DP-SGD steps T ≥ 1.")
 EPOCHS = typer.Option(None, "--epochs", metavar="FLOAT",
-                      help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or ceil(epochs/q).")
+                      help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
+                           "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "
+                           "batches: T = ceil(epochs·⌈N/B⌉).")
 PHASE = typer.Option(None, "--phase", metavar="SPEC",
                      help="A phase of a multi-phase run, e.g. 'q=0.01,sigma=4,steps=5000' "
                           "(keys q|batch-size[,dataset-size], sigma, steps|epochs); repeat for "
@@ -42,8 +44,9 @@ SAMPLING = typer.Option(None, "--sampling", metavar="NAME",
                              "DataLoader(shuffle=False)), once-per-epoch (each record once per "
                              "epoch, any order: tf.data's shuffle with a buffer < N) or "
                              "balls-in-bins (each record in one random step per epoch); the "
-                             "epoch samplers want --batch-size and --dataset-size and an "
-                             "adjacency of zero-out or replace-one. truncated-poisson: Poisson "
+                             "epoch samplers want --batch-size and --dataset-size, and those "
+                             "that fix an order (all but balls-in-bins) --adjacency zero-out or "
+                             "replace-one. truncated-poisson: Poisson "
                              "at rate q cut to at most --max-batch-size records; needs "
                              "--dataset-size. Clients: a server drawing exactly m of M clients "
                              "per round is fixed with --batch-size m --dataset-size M and "

@@ -15,7 +15,7 @@ import typer
 
 from dpcalc.accountants.evaluate import epsilon_curves, epsilon_results
 from dpcalc.accountants.registry import accountant_names, get_accountant, resolve_names
-from dpcalc.accountants.result import EpsilonResult
+from dpcalc.accountants.result import EpsilonResult, interval_text
 from dpcalc.models.pipelines import resolve_model
 from dpcalc.models.samplers import DROP_LAST_SAMPLINGS, EPOCH_SAMPLINGS, TRUNCATED_POISSON
 from dpcalc.models.schedule import Phase, Schedule
@@ -53,7 +53,8 @@ STEPS_SWEEP = typer.Option(None, "--steps", metavar="INT|SWEEP",
                            help="DP-SGD steps T ≥ 1." + _SWEEP_HELP)
 EPOCHS_SWEEP = typer.Option(None, "--epochs", metavar="FLOAT|SWEEP",
                             help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
-                                 "ceil(epochs/q)." + _SWEEP_HELP)
+                                 "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "
+                                 "batches." + _SWEEP_HELP)
 ACCOUNTANTS = typer.Option(None, "--accountant", "-a", metavar="NAME",
                            help=f"Any of {', '.join(accountant_names())} (repeatable or "
                                 "comma-separated). Default: all.")
@@ -187,6 +188,29 @@ def _point_schedule(point, relation: str, dataset_size, max_batch_size, batch_si
                                             point.sampling, relation,
                                             drop_last and point.sampling in DROP_LAST_SAMPLINGS),))
     return Schedule.single(point.q, point.sigma, point.steps, point.sampling, relation)
+
+
+_NEAREST_SHOWN = 8
+
+
+def _nearest_lines(sweep: Sweep, per_point: list[list[dict]]) -> list[str]:
+    """Where pb has no certificate for the swept model: why (once), and the nearest certified
+    model's interval at the first points (the JSON rows carry every one)."""
+    found = [(point, record) for point, records in zip(sweep.points, per_point)
+             for record in records
+             if record["accountant"] == "pb" and "nearest_model" in record["details"]]
+    if not found:
+        return []
+    nearest = found[0][1]["details"]["nearest_model"]
+    shown = "; ".join(
+        f"{getattr(point, sweep.swept):g}: "
+        f"{interval_text(record['details']['nearest_model']['epsilon_lower'], record['details']['nearest_model']['epsilon_upper'])}"
+        for point, record in found[:_NEAREST_SHOWN])
+    more = " …" if len(found) > _NEAREST_SHOWN else ""
+    return [f"pb: {found[0][1]['notes'][0]}",
+            f"pb: nearest model with a certificate: {nearest['adjacency']} adjacency, the same "
+            f"runs' ε by {sweep.swept} — {shown}{more} (JSON: details.nearest_model) — "
+            f"{nearest['why']}"]
 
 
 def _resolve(given: RunFlags):
@@ -323,7 +347,8 @@ def compare_command(
     else:
         model_line = ([model_footnote(inputs)] if not several else
                       [f"Each column holds for its sampler, with {relation} adjacency."])
-        report = sweep_table(sweep, per_point, inputs, target_delta, model_line + steps_notes)
+        report = sweep_table(sweep, per_point, inputs, target_delta,
+                             model_line + steps_notes + _nearest_lines(sweep, per_point))
         report.budget = budget
         with output_may_close():
             print_wide_table(report)
