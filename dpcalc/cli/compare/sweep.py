@@ -9,7 +9,7 @@ from dpcalc.cli.schedule_options import loader_batches
 from dpcalc.models.samplers import parse_sampling
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_sampling_rate,
-                           epoch_steps, resolve_sampling_rate, resolve_steps)
+                           epoch_steps, resolve_sampling_rate)
 
 MAX_SWEEP_POINTS = 1000
 _SWEEP_SYNTAX = (
