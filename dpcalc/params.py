@@ -151,15 +151,21 @@ class EpochSteps:
     of B = 512 out of N = 50 000 are 2929.6875 exact steps, 2930 here and 2929 there."""
 
     epochs: float
-    per_epoch: float  # N/B, or 1/q
+    per_epoch: float  # N/B, or 1/q; a loader's whole batches per epoch (``batches``)
     exact: float
     steps: int  # rounded up: the safe side
     opacus_steps: int  # int(epochs / q), rounded down
     formula: str  # "30·50000/512" (epochs·N/B) or "30/0.01" (epochs/q)
+    batches: int | None = None  # an epoch sampler's steps per epoch b (None: N/B or 1/q)
+    batches_rule: str = ""  # how b was counted, e.g. "⌈N/B⌉, the last batch partial"
 
     @property
     def note(self) -> str:
         """One line naming the derivation, for the output."""
+        if self.batches is not None:
+            return (f"steps from epochs: ⌈{self.epochs:g} epochs × {self.batches} batches per "
+                    f"epoch ({self.batches_rule})⌉ = {self.steps}: a loader's epoch is all of "
+                    "its batches (rounded up: the safe side)")
         if self.steps == self.opacus_steps:
             return f"steps from epochs: {self.formula} = {self.steps} (as Opacus counts them too)"
         return (f"steps from epochs: ⌈{self.formula}⌉ = ⌈{self.exact:.6g}⌉ = {self.steps}, "
@@ -167,10 +173,32 @@ class EpochSteps:
                 f"gives {self.opacus_steps}")
 
 
+def batches_per_epoch(sampling_rate: float, batch_size: int | None = None,
+                      dataset_size: int | None = None, drop_last: bool = False) -> int:
+    """An epoch sampler's steps per epoch b: ⌈N/B⌉ (every record once, the last batch
+    partial when B ∤ N), ⌊N/B⌋ when the partial batch is dropped, or ⌈1/q⌉ from q alone
+    (a relative 1e-9 absorbs float error in q = B/N)."""
+    if batch_size is not None and dataset_size is not None:
+        whole, rest = divmod(int(dataset_size), int(batch_size))
+        return max(1, whole if drop_last else whole + (rest > 0))
+    return max(1, math.ceil(1.0 / sampling_rate * (1.0 - 1e-9)))
+
+
 def epoch_steps(epochs, sampling_rate: float, batch_size: int | None = None,
-                dataset_size: int | None = None, epochs_flag: str = "--epochs") -> EpochSteps:
-    """Steps for ``epochs`` passes: ceil(epochs·N/B) with B and N, else ceil(epochs/q)."""
+                dataset_size: int | None = None, epochs_flag: str = "--epochs",
+                batches: int | None = None, batches_rule: str = "") -> EpochSteps:
+    """Steps for ``epochs`` passes: ceil(epochs·N/B) with B and N, else ceil(epochs/q).
+    ``batches``: an epoch sampler's (a data loader's) b steps per epoch, every one of them
+    run (⌈N/B⌉ with the last batch partial): ceil(epochs·b)."""
     epochs = check_positive(epochs, epochs_flag)
+    if batches is not None:
+        exact = epochs * batches
+        if not exact <= MAX_STEPS:
+            raise DpcalcError(f"{epochs_flag} {epochs:g} gives more than 1e9 steps "
+                              f"({batches} per epoch); at most 1e9 are supported")
+        steps = max(1, math.ceil(exact - 1e-9 * batches))
+        return EpochSteps(epochs, float(batches), exact, steps, int(epochs / sampling_rate),
+                          f"{epochs:g}·{batches}", batches, batches_rule)
     if batch_size is not None and dataset_size is not None:
         per_epoch, formula = dataset_size / batch_size, f"{epochs:g}·{dataset_size}/{batch_size}"
     else:

@@ -155,7 +155,13 @@ def test_result_states_each_figure_and_the_poisson_value_as_not_applying():
     assert "does NOT apply" in notes and "wide" in notes
     poisson = result.details["epsilon_poisson_not_applicable"]
     assert poisson < result.epsilon_lower  # Chua et al.: the Poisson figure understates ε
-    assert result.details["upper_source"] == "gaussian-no-amplification"
+    # 4688 steps end 223 steps into the 20th epoch of 235: the K-mixture (Prop. 1) is below
+    # the 20-fold Gaussian; 19·235 + 235 steps (whole epochs) are the 20-fold Gaussian itself
+    assert result.details["upper_source"] == "gaussian-epoch-mixture"
+    whole = PB.epsilon(Schedule((Phase.from_batches(256, 60_000, 1.0, 4700, "shuffle",
+                                                     "zero-out"),)), 1e-5)
+    assert whole.details["upper_source"] == "gaussian-no-amplification"
+    assert result.epsilon < whole.epsilon
 
 
 def test_shuffle_add_remove_is_refused_with_the_reason():

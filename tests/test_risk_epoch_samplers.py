@@ -219,8 +219,16 @@ def test_balls_in_bins_risk_and_report_json_keep_their_keys():
         r["upper"] for r in payload["results"][:3]]
 
 
-def test_risk_refuses_shuffling_under_add_remove_in_one_line():
-    result = run_dpcalc("risk", "--sampling", "shuffle", "--adjacency", "add-remove", *CLI_RUN)
-    assert result.returncode == 2 and result.stdout == ""
-    assert "add/remove-one adjacency have no certified bound" in result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+def test_risk_under_add_remove_shuffling_is_not_applicable_with_the_zero_out_figures():
+    """No certificate for shuffling under add/remove: every row is "not applicable" (no value,
+    certified false, exit 0), and carries the nearest certified model's figures — zero-out,
+    the same run — which are exactly `risk --adjacency zero-out`'s."""
+    payload = _json("risk", "--sampling", "shuffle", "--adjacency", "add-remove", *CLI_RUN)
+    zero_out = _json("risk", "--sampling", "shuffle", "--adjacency", "zero-out", *CLI_RUN)
+    for record, reference in zip(payload["results"], zero_out["results"], strict=True):
+        assert record["upper"] is None and record["value"] is None and record["lower"] is None
+        assert record["certified"] is False and record["kind"] == "not applicable"
+        assert "add/remove-one adjacency have no certified bound" in record["notes"][0]
+        nearest = record["nearest_model"]
+        assert nearest["adjacency"] == "zero-out"
+        assert (nearest["upper"], nearest["lower"]) == (reference["upper"], reference["lower"])

@@ -49,7 +49,8 @@ def test_the_command_gets_one_run_flags_with_what_was_typed():
         seen.update(before=before, given=given, after=after)
 
     command(before="b", q="0.5", batch_size=None, dataset_size=None, sigma="2", steps="10",
-            epochs=None, phase=None, sampling="fixed", adjacency="zero-out", after=3)
+            epochs=None, phase=None, pipeline=None, sampling="fixed", adjacency="zero-out",
+            drop_last=False, unit=None, after=3)
     assert seen["given"] == RunFlags(q="0.5", sigma="2", steps="10", sampling="fixed",
                                      adjacency="zero-out")
     assert (seen["before"], seen["after"]) == ("b", 3)

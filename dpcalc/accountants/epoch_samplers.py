@@ -1,10 +1,11 @@
-"""Certified bounds for the epoch samplers: shuffle, shuffle-once, balls-in-bins.
+"""Certified bounds for the epoch samplers: shuffle, shuffle-once, balls-in-bins,
+sequential, once-per-epoch (their proofs: models/epoch_orders.py).
 
 Their certificate is not the composition of one pair per step, so each bound says what it
-is. With b = ⌈N/B⌉ steps per epoch (⌈1/q⌉ when only q is given), T steps touch
-E = ⌈T/b⌉ epochs, and in each epoch every record is in exactly one step.
+is. With b = ⌈N/B⌉ steps per epoch (⌈1/q⌉ when only q is given; ⌊N/B⌋ with drop_last), T
+steps touch E = ⌈T/b⌉ epochs, and in each epoch every record is in at most one step.
 
-UPPER (all three, no amplification; balls-in-bins under add/remove or zero-out also gets
+UPPER (all, no amplification; balls-in-bins under add/remove or zero-out also gets
 Feldman & Shenfeld 2025's bound, allocation.py, and the smaller is reported). Zero-out: given the batch randomness (permutations or
 allocations, the same law for both datasets), a run is an adaptive composition of Gaussian
 mechanisms of which at most E have sensitivity C (the step holding the record) and the rest
@@ -12,8 +13,12 @@ mechanisms of which at most E have sensitivity C (the step holding the record) a
 randomness keeps the bound (joint convexity of the hockey-stick divergence). Replace-one:
 the same with sensitivity 2C (both records in the same slot). Balls-in-bins add/remove: an
 added record's allocation is independent of the others', so nothing is displaced and Δ = C.
-δ(ε) is the closed form of Balle & Wang 2018, Thm 8 at μ = Δ√E/σ. Shuffling under
-add/remove is refused: inserting a record shifts every later position of the permutation.
+δ(ε) is the closed form of Balle & Wang 2018, Thm 8 at μ = Δ√E/σ. For shuffle and
+shuffle-once the number K of epochs whose observed steps hold the record has a known law,
+and δ(ε) ≤ E[δ_{μ_K}(ε)] (epoch_orders.py (B); with a partial last epoch this is Prop. 1 of
+notes/shuffle-bounds.md: w·δ_{μ_E} + (1 − w)·δ_{μ_{E−1}}, w = rB/N); the smaller is reported.
+Samplers that fix positions in an order under add/remove are not applicable: inserting a
+record shifts every later position (the nearest certified model is zero-out).
 
 LOWER (max_pair.py). An explicit instance and the max-of-outputs test of Chua et al. 2024
 (ICML, §4), composed over epochs by pb's certified lower bound:
@@ -21,10 +26,13 @@ LOWER (max_pair.py). An explicit instance and the max-of-outputs test of Chua et
   replace-one: the larger of (2, 1) and (2, 0) (the replacement at 0 or at −C);
 - shuffle-once: T//b epochs of one permutation see each slot's sum repeatedly; averaging the
   epochs is a post-processing, giving one epoch at σ/√(T//b);
+- once-per-epoch: shuffle's instance and pair, valid for ANY order law (epoch_orders.py (D));
+- sequential: the exact E-fold Gaussian (epoch_orders.py (C)): lower = upper;
 - balls-in-bins (nothing displaced; others at 0): add/remove and zero-out (1, 0), replace-one
   the larger of (1, −1) and (1, 0).
-A last partial epoch of r steps enters (reshuffled samplers) with weight r·B/N (shuffle) or r/b
-(balls-in-bins): the chance that the record is in one of its steps.
+A last partial epoch of r steps enters (reshuffled samplers) with weight r·B/N (shuffle,
+once-per-epoch) or r/b (balls-in-bins): the chance that the record is in one of its steps;
+with drop_last every epoch has weight bB/N.
 """
 from __future__ import annotations
 
@@ -33,25 +41,38 @@ from dataclasses import dataclass
 
 from dpcalc.accountants.allocation import AllocationBound
 from dpcalc.pb.buckets import check_consistent, delta_bounds, epsilon_bounds
+from dpcalc.models.epoch_orders import (berry_esseen_note, epoch_count_law, epochs_touched,
+                                        gdp_delta_lower, gdp_epsilon_lower, mixture_delta_upper,
+                                        mixture_epsilon, presence, sensitivity, steps_per_epoch)
 from dpcalc.models.gaussian import gdp_delta_upper, gdp_epsilon
 from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
 from dpcalc.models.max_pair import max_statistic_pair
+from dpcalc.models.mixture import GaussianMixturePair
 from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_MODELS, EPOCH_SAMPLINGS,
-                                    POISSON, REPLACE_ONE, SHUFFLE, SHUFFLE_ONCE, model_label)
+                                    NEAREST_WHY, ONCE_PER_EPOCH, ORDER_SAMPLINGS, POISSON,
+                                    REPLACE_ONE, SEQUENTIAL, SHUFFLE, SHUFFLE_ONCE, model_label,
+                                    nearest_certified)
 from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.models.worst_case import worst_case
 
 # upper/lower above this ratio: the output says plainly that the interval is wide.
 WIDE_RATIO = 1.5
 
-SHUFFLE_ADD_REMOVE = (
-    "not applicable: shuffled batches under add/remove-one adjacency have no certified bound "
-    "here (an inserted record shifts every later position of the permutation, so many batches "
-    "change); use --adjacency zero-out (a record replaced by a null record, as dp_accounting's "
-    "REPLACE_SPECIAL) or --adjacency replace-one")
+ORDER_ADD_REMOVE = (
+    "not applicable: {label} under add/remove-one adjacency have no certified bound (an "
+    "inserted record shifts every later position of the order, so many batches change); "
+    "--adjacency zero-out (a record replaced by a null record, as dp_accounting's "
+    "REPLACE_SPECIAL) or replace-one have one")
 
 _UPPER_METHOD = ("certified upper: {epochs}-fold Gaussian without amplification (each record in one "
                  "step per epoch, sensitivity {sensitivity:g}C; Dong, Roth, Su 2022 Cor. 3.3)")
+_MIXTURE_METHOD = ("certified upper: Gaussian-DP mixed over the epochs that hold the record "
+                   "(K = {low}…{high} of {epochs}: E[δ_{{μ_K}}], μ_k = {sensitivity}√k/σ; "
+                   "Prop. 1 of notes/shuffle-bounds.md, dpcalc.models.epoch_orders), below the "
+                   "{epochs}-fold Gaussian")
+_EXACT_METHOD = ("certified upper = lower: exactly {epochs}-fold Gaussian (the same known order "
+                 "every epoch: no amplification, and an adversary attains it; sensitivity "
+                 "{sensitivity:g}C)")
 _ALLOCATION_METHOD = ("certified upper: random-allocation bounds of Feldman & Shenfeld 2025 "
                       "(decomposition from Poisson at q = 1/steps, and Rényi DP; per direction the "
                       "smaller)")
@@ -63,6 +84,11 @@ _LOWER_METHOD = {
     SHUFFLE_ONCE: "certified lower: Chua et al. 2024's max-of-outputs pair, one permutation "
                   "(epochs averaged: σ/√epochs)",
     BALLS_IN_BINS: "certified lower: max-of-outputs pair of balls-in-bins, composed over epochs",
+    ONCE_PER_EPOCH: "certified lower: Chua et al. 2024's max-of-outputs pair, composed over "
+                    "epochs (its law is the same wherever the record sits: valid for any order "
+                    "law; dpcalc.models.epoch_orders (D))",
+    SEQUENTIAL: "certified lower: the exact run (others' gradients 0, the record's +C every "
+                "epoch), the same Gaussian-DP closed form",
 }
 
 
@@ -78,31 +104,45 @@ def epoch_not_applicable(schedule: Schedule) -> str | None:
     phase = schedule.phases[0]
     if (phase.sampling, phase.adjacency) in EPOCH_MODELS:
         return None
-    if phase.adjacency == ADD_REMOVE:
-        return SHUFFLE_ADD_REMOVE
+    if phase.adjacency == ADD_REMOVE and phase.sampling in ORDER_SAMPLINGS:
+        label = SAMPLING_WORDS.get(phase.sampling, phase.sampling)
+        return ORDER_ADD_REMOVE.format(label=label)
     return f"not applicable: pb has no bound for {model_label(phase.sampling, phase.adjacency)}"
 
 
-def steps_per_epoch(phase: Phase) -> int:
-    """b = ⌈N/B⌉ in integers, or ⌈1/q⌉ (a relative 1e-9 absorbs float error in q = B/N)."""
-    if phase.batch_size is not None and phase.dataset_size is not None:
-        return max(1, -(-int(phase.dataset_size) // int(phase.batch_size)))
-    return max(1, math.ceil(1.0 / phase.sampling_rate * (1.0 - 1e-9)))
+def nearest_schedule(schedule: Schedule) -> Schedule | None:
+    """The same run under the nearest model that has a certificate, where this one has none
+    (samplers.NEAREST_ADJACENCY: an order sampler under add/remove → zero-out); else None."""
+    from dataclasses import replace
+
+    if not schedule.is_single_phase:
+        return None
+    phase = schedule.phases[0]
+    adjacency = nearest_certified(phase.sampling, phase.adjacency)
+    return None if adjacency is None else Schedule((replace(phase, adjacency=adjacency),))
 
 
-def sensitivity(phase: Phase) -> float:
-    """Per-epoch L2 sensitivity in clip norms (module doc)."""
-    return 2.0 if phase.adjacency == REPLACE_ONE else 1.0
+SAMPLING_WORDS = {SHUFFLE: "shuffled batches", SHUFFLE_ONCE: "batches of one shuffle",
+                  SEQUENTIAL: "sequential batches", ONCE_PER_EPOCH: "once-per-epoch batches"}
+
+
+def nearest_note(adjacency: str, interval: str) -> str:
+    """The note beside a not-applicable row: the certified figure under the nearest model."""
+    return (f"nearest model with a certificate: {adjacency} adjacency, {interval} for the same "
+            f"run — {NEAREST_WHY}")
 
 
 def upper_mu(phase: Phase) -> tuple[float, int]:
     """(μ of the no-amplification GDP bound, epochs touched E = ⌈T/b⌉)."""
-    epochs = -(-phase.steps // steps_per_epoch(phase))
+    epochs, _ = epochs_touched(phase)
     return sensitivity(phase) * math.sqrt(epochs) / phase.noise_multiplier, epochs
 
 
 def _shift_pairs(phase: Phase) -> list[tuple[float, float]]:
-    """(shift under D, shift under D′) of the explicit instances (module doc)."""
+    """(shift under D, shift under D′) of the explicit instances (module doc); sequential:
+    the record's one shift Δ against 0 (its exact run)."""
+    if phase.sampling == SEQUENTIAL:
+        return [(sensitivity(phase), 0.0)]
     if phase.sampling == BALLS_IN_BINS:
         return [(1.0, -1.0), (1.0, 0.0)] if phase.adjacency == REPLACE_ONE else [(1.0, 0.0)]
     return [(2.0, 1.0), (2.0, 0.0)] if phase.adjacency == REPLACE_ONE else [(2.0, 1.0)]
@@ -113,20 +153,26 @@ def _lower_phases(phase: Phase, shifts: tuple[float, float]):
     per_epoch = steps_per_epoch(phase)
     full, rest = divmod(phase.steps, per_epoch)
     sigma = phase.noise_multiplier
+    if phase.sampling == SEQUENTIAL:  # E steps of the Gaussian mechanism, shift Δ (exact)
+        return [(GaussianMixturePair.subsampled_gaussian(1.0, sigma / shifts[0]),
+                 upper_mu(phase)[1])]
     if phase.sampling == SHUFFLE_ONCE and full >= 1:
         return [(max_statistic_pair(sigma / math.sqrt(full), per_epoch, *shifts), 1)]
-    phases = [(max_statistic_pair(sigma, per_epoch, *shifts), full)] if full else []
+    # the chance the record is in an epoch's observed steps (epoch_orders.presence): 1, or
+    # bB/N with drop_last; in the last `rest` steps rest/b (balls-in-bins) or rest·B/N
+    always, last = presence(phase)
+    phases = ([(max_statistic_pair(sigma, per_epoch, *shifts, weight=always), full)]
+              if full else [])
     if rest and (phase.sampling != SHUFFLE_ONCE or not full):
-        # the chance the record's step is among the first `rest`: rest/b for balls-in-bins; for
-        # a permutation rest·B/N (those batches are full)
-        weight = (rest / per_epoch if phase.sampling == BALLS_IN_BINS
-                  else min(1.0, rest * phase.sampling_rate))
-        phases.append((max_statistic_pair(sigma, rest, *shifts, weight=weight), 1))
+        phases.append((max_statistic_pair(sigma, rest, *shifts, weight=last), 1))
     return phases
 
 
 def lower_epsilon(phase: Phase, delta: float, tolerance: float) -> float:
-    """The largest certified lower bound over the explicit instances."""
+    """The largest certified lower bound over the explicit instances (sequential: the exact
+    closed form, from below)."""
+    if phase.sampling == SEQUENTIAL:
+        return gdp_epsilon_lower(delta, upper_mu(phase)[0])
     best = 0.0
     for shifts in _shift_pairs(phase):
         # a coarse first grid (buckets.epsilon_hint): the lower bound moves in the 4th digit
@@ -160,10 +206,12 @@ class EpochBounds:
     def wide(self) -> bool:
         return self.lower <= 0.0 or self.upper > WIDE_RATIO * self.lower
 
+    extra: tuple[str, ...] = ()
+
     def notes(self, sampling: str) -> tuple[str, ...]:
         poisson = (f"Poisson figure {self.poisson_epsilon:.5g} (q = B/N, same steps) does NOT "
                    f"apply to {sampling} batches: shown for comparison only")
-        notes = [self.upper_method, self.lower_method, poisson]
+        notes = [self.upper_method, self.lower_method, poisson, *self.extra]
         if self.wide:
             ratio = "∞" if self.lower <= 0 else f"{self.upper / self.lower:.3g}"
             notes.append(f"the certified interval is wide (upper/lower = {ratio}): the true ε lies "
@@ -182,17 +230,43 @@ def _allocation(phase: Phase, smallest_delta: float) -> AllocationBound | None:
 
 def upper_is_closed_form(phase: Phase) -> bool:
     """True where the certified upper bound is the no-amplification GDP closed form alone
-    (shuffle, shuffle-once, balls-in-bins under replace-one): σ then follows in closed form."""
-    return _allocation(phase, 1e-12) is None
+    (shuffle, shuffle-once over whole epochs, sequential, once-per-epoch, balls-in-bins under
+    replace-one): σ then follows in closed form."""
+    return _allocation(phase, 1e-12) is None and len(epoch_count_law(phase)) == 1
+
+
+def _gaussian_method(phase: Phase) -> tuple[str, str]:
+    """(source, method) of the Gaussian-DP upper bound: E-fold, its K-mixture, or exact."""
+    _, epochs = upper_mu(phase)
+    law = epoch_count_law(phase)
+    if phase.sampling == SEQUENTIAL:
+        return "gaussian-exact", _EXACT_METHOD.format(epochs=epochs,
+                                                      sensitivity=sensitivity(phase))
+    if len(law) > 1:
+        return "gaussian-epoch-mixture", _MIXTURE_METHOD.format(
+            low=law[0][0], high=law[-1][0], epochs=epochs,
+            sensitivity="2" if sensitivity(phase) == 2.0 else "")
+    return "gaussian-no-amplification", _UPPER_METHOD.format(epochs=epochs,
+                                                             sensitivity=sensitivity(phase))
+
+
+def gaussian_delta_upper(phase: Phase, epsilon: float) -> float:
+    """The certified upper δ(ε) of Gaussian DP mixed over K (epoch_orders.py (A), (B)): the
+    E-fold closed form where K = E."""
+    law = epoch_count_law(phase)
+    unit_mu = sensitivity(phase) / phase.noise_multiplier
+    if len(law) == 1:
+        return float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
+    return mixture_delta_upper(epsilon, law, unit_mu)
 
 
 def epoch_upper(phase: Phase, delta: float) -> tuple[float, str, str]:
     """(certified upper ε at ``delta``, its source, its method): the smaller of the certified
     upper bounds that apply — the value `dpcalc epsilon` reports."""
     mu, epochs = upper_mu(phase)
-    upper = gdp_epsilon(delta, mu)
-    method = _UPPER_METHOD.format(epochs=epochs, sensitivity=sensitivity(phase))
-    source = "gaussian-no-amplification"
+    upper = min(gdp_epsilon(delta, mu), mixture_epsilon(
+        delta, epoch_count_law(phase), sensitivity(phase) / phase.noise_multiplier))
+    source, method = _gaussian_method(phase)
     allocation = _allocation(phase, delta)
     if allocation is not None:
         decomposed = allocation.epsilon(delta)
@@ -211,12 +285,19 @@ def epoch_bounds(phase: Phase, delta: float, tolerance: float = 0.01) -> EpochBo
     lower = lower_epsilon(phase, delta, tolerance)
     check_consistent(upper, lower, f"ε ({phase.sampling})")
     return EpochBounds(upper, lower, source, method, _LOWER_METHOD[phase.sampling],
-                       poisson_reference(phase, delta, tolerance), epochs, steps_per_epoch(phase))
+                       poisson_reference(phase, delta, tolerance), epochs, steps_per_epoch(phase),
+                       _extra_notes(phase))
+
+
+def _extra_notes(phase: Phase) -> tuple[str, ...]:
+    """Shuffle: why no amplification theorem is used (van Dijk & Ertan's regime check)."""
+    return (berry_esseen_note(phase),) if phase.sampling == SHUFFLE else ()
 
 
 def epoch_delta_upper(phase: Phase, epsilon: float) -> float:
-    """The certified upper δ(ε): the GDP closed form, or Feldman & Shenfeld's where smaller."""
-    gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
+    """The certified upper δ(ε): the GDP bound (mixed over K where known), or Feldman &
+    Shenfeld's where smaller."""
+    gaussian = gaussian_delta_upper(phase, epsilon)
     allocation = _allocation(phase, 1e-12)
     return gaussian if allocation is None else min(gaussian, allocation.delta(epsilon))
 
@@ -238,23 +319,25 @@ def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
     certified lower bound (the largest over them), with the Poisson δ beside them as a
     reference that does NOT apply."""
     _, epochs = upper_mu(phase)
-    gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
+    gaussian = gaussian_delta_upper(phase, epsilon)
     upper = epoch_delta_upper(phase, epsilon)
     if upper < gaussian:
         source, method = "random-allocation", (
             _ALLOCATION_METHOD if epochs == 1 else _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
     else:
-        source = "gaussian-no-amplification"
-        method = _UPPER_METHOD.format(epochs=epochs, sensitivity=sensitivity(phase))
-    lower = max(delta_bounds(_lower_phases(phase, shifts), epsilon).lower
-                for shifts in _shift_pairs(phase))
+        source, method = _gaussian_method(phase)
+    if phase.sampling == SEQUENTIAL:
+        lower = gdp_delta_lower(epsilon, upper_mu(phase)[0])
+    else:
+        lower = max(delta_bounds(_lower_phases(phase, shifts), epsilon).lower
+                    for shifts in _shift_pairs(phase))
     check_consistent(upper, lower, f"δ ({phase.sampling})")
     poisson = Phase(phase.sampling_rate, phase.noise_multiplier, phase.steps, POISSON,
                     phase.adjacency)
     poisson_delta = delta_bounds([(worst_case(poisson).pair, phase.steps)], epsilon).upper
     notes = [method, _LOWER_METHOD[phase.sampling],
              f"Poisson figure δ = {poisson_delta:.5g} (q = B/N, same steps) does NOT apply to "
-             f"{phase.sampling} batches: shown for comparison only"]
+             f"{phase.sampling} batches: shown for comparison only", *_extra_notes(phase)]
     if lower <= 0.0 or upper > WIDE_RATIO * lower:
         ratio = "∞" if lower <= 0 else f"{upper / lower:.3g}"
         notes.append(f"the certified interval is wide (upper/lower = {ratio}): the true δ lies "
@@ -263,7 +346,8 @@ def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
 
 
 def epoch_sigma(phase: Phase, target_epsilon: float, delta: float) -> float:
-    """The σ at which the certified upper bound is ``target_epsilon``: μ = Δ√E/σ must be the
-    μ* of the Gaussian mechanism with (ε, δ), μ* = 1/σ_G (Balle & Wang 2018)."""
+    """The σ at which the E-fold Gaussian upper bound is ``target_epsilon``: μ = Δ√E/σ must be
+    the μ* of the Gaussian mechanism with (ε, δ), μ* = 1/σ_G (Balle & Wang 2018). The
+    reported bound where not closed form (upper_is_closed_form) is at most this one's."""
     mu_at_unit_noise, _ = upper_mu(phase.with_noise_multiplier(1.0))
     return mu_at_unit_noise * analytic_gaussian_sigma(target_epsilon, delta)

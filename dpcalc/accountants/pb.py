@@ -13,9 +13,10 @@ from dpcalc.pb.buckets import (_ABSOLUTE_GAP, _LOWER_FAILURE, DEFAULT_TOLERANCE,
                                check_consistent, delta_bounds, epsilon_bounds, schedule_phases)
 from dpcalc.accountants.base import check_schedule
 from dpcalc.accountants.epoch_samplers import (epoch_bounds, epoch_delta_bounds, epoch_delta_upper,
-                                               epoch_not_applicable, is_epoch_schedule)
-from dpcalc.accountants.result import EpsilonResult
-from dpcalc.models.samplers import EPOCH_MODELS
+                                               epoch_not_applicable, is_epoch_schedule,
+                                               nearest_note, nearest_schedule)
+from dpcalc.accountants.result import EpsilonResult, interval_text
+from dpcalc.models.samplers import EPOCH_MODELS, NEAREST_WHY
 from dpcalc.models.schedule import Schedule
 from dpcalc.models.lower_instances import INSTANCE_NOTES, displaced_run, lower_instance
 from dpcalc.models.worst_case import worst_case
@@ -72,6 +73,38 @@ class PrivacyBucketsAccountant(Accountant):
         if is_epoch_schedule(schedule):
             return epoch_not_applicable(schedule)
         return super().not_applicable(schedule)
+
+    def epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
+        """As Accountant.epsilon; where the model has no certificate, the same run under the
+        nearest model that has one (zero-out for an order sampler under add/remove) is
+        computed and carried beside the not-applicable answer — a note and
+        ``details["nearest_model"]`` — never as its value."""
+        result = super().epsilon(schedule, delta)
+        nearest = nearest_schedule(schedule) if result.epsilon is None else None
+        if nearest is None:
+            return result
+        found = self.epsilon(nearest, delta)
+        adjacency = nearest.adjacency
+        record = {"sampling": nearest.phases[0].sampling, "adjacency": adjacency,
+                  "model": nearest.phases[0].model, "epsilon_upper": found.epsilon,
+                  "epsilon_lower": found.epsilon_lower, "why": NEAREST_WHY}
+        note = nearest_note(adjacency, f"ε ∈ {interval_text(found.epsilon_lower, found.epsilon)}"
+                                       f" at δ = {delta:g}")
+        return replace(result, notes=result.notes + (note,),
+                       details={**result.details, "nearest_model": record})
+
+    def nearest_delta(self, schedule: Schedule, epsilon: float) -> dict | None:
+        """The nearest certified model's δ bounds at ``epsilon`` where this model has none
+        (as :meth:`epsilon`'s ``nearest_model``, with "delta_upper", "delta_lower", "note")."""
+        nearest = nearest_schedule(schedule) if self.not_applicable(schedule) else None
+        if nearest is None:
+            return None
+        upper, lower, _, _ = self.delta_bounds(nearest, epsilon)
+        adjacency = nearest.adjacency
+        return {"sampling": nearest.phases[0].sampling, "adjacency": adjacency,
+                "model": nearest.phases[0].model, "delta_upper": upper, "delta_lower": lower,
+                "note": nearest_note(adjacency, f"δ ∈ {interval_text(lower, upper)} at "
+                                                f"ε = {epsilon:g}")}
 
     def _epoch_epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
         """Shuffle / balls-in-bins: the no-amplification upper bound is the answer, with

@@ -21,6 +21,7 @@ COMMANDS = {
     "group": ("dpcalc.cli.group.command", "group_command"),
     "risk": ("dpcalc.cli.risk", "risk_command"),
     "report": ("dpcalc.cli.report", "report_command"),
+    "pipelines": ("dpcalc.cli.pipelines.command", "pipelines_command"),
     "completions": ("dpcalc.cli.completions.command", "completions_command"),
 }
 

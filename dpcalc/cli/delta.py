@@ -10,7 +10,8 @@ import typer
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.output.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS, row_kind,
+                                       show_kind)
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
@@ -23,7 +24,10 @@ EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT", help="ε ≥ 0 
 def delta_record(name: str, schedule, epsilon: float) -> dict:
     """{"accountant", "delta", "delta_upper", "delta_lower", "certified", "kind", "notes"}:
     "delta" is the value to report (pb: its certified upper bound). pb on the epoch samplers
-    adds "upper_source" and "delta_poisson_not_applicable" (the Poisson δ, for comparison)."""
+    adds "upper_source" and "delta_poisson_not_applicable" (the Poisson δ, for comparison).
+    A row without a value has "certified" false and kind "not applicable" (pb: with
+    "nearest_model", the δ bounds of the nearest model that has a certificate) or
+    "failed"."""
     from dpcalc.accountants.evaluate import make_accountant
 
     accountant = make_accountant(name)
@@ -33,7 +37,11 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
     reason = accountant.not_applicable(schedule)
     if reason is not None:
         record["notes"].append(reason)
-        return record
+        nearest = accountant.nearest_delta(schedule, epsilon) if name == "pb" else None
+        if nearest is not None:
+            record["notes"].append(nearest.pop("note"))
+            record["nearest_model"] = nearest
+        return _settle(record)
     try:
         if name == "pb":  # pair models and epoch samplers alike (pb.delta_bounds)
             upper, lower, notes, details = accountant.delta_bounds(schedule, epsilon)
@@ -46,6 +54,13 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
         raise
     except (ArithmeticError, ValueError, MemoryError) as error:
         record["notes"].append(f"failed: {type(error).__name__}: {error}")
+    return _settle(record)
+
+
+def _settle(record: dict) -> dict:
+    """"certified" and "kind" from whether the row holds a value (records.row_kind)."""
+    record["kind"] = row_kind(record["certified"], record["delta"], record["notes"])
+    record["certified"] = record["certified"] and record["delta"] is not None
     return record
 
 
@@ -53,8 +68,7 @@ DELTA_COLUMNS = [
     Column("accountant", "accountant", justify="left"),
     Column("δ", "delta", show_upper),
     Column("lower bound", "delta_lower", show_lower),
-    Column("kind", "certified", lambda value: "certified" if value else "approximation",
-           justify="left"),
+    Column("kind", "kind", show_kind, justify="left"),
 ]
 
 
@@ -81,7 +95,7 @@ def delta_command(
     footnotes = [model_footnote(inputs),
                  "δ is an upper bound (rounded up) for certified accountants; pb's lower bound is "
                  "certified too (rounded down): the true δ(ε) lies between them."]
-    if any(not record["certified"] for record in records):
+    if any(record["kind"] == APPROXIMATION for record in records):
         footnotes.append("An approximation is not a bound: do not report it as a guarantee.")
     footnotes += [f"{r['accountant']}: {note}" for r in records for note in r["notes"]]
     if run.dataset_size is not None:

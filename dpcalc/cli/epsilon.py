@@ -12,6 +12,7 @@ from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
 from dpcalc.cli.progress import waiting
 from dpcalc.cli.output.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
 from dpcalc.cli.output.render import OutputFormat, Report, emit
+from dpcalc.cli.pipelines.price import alternatives, price_line
 from dpcalc.params import check_delta, check_positive
 
 
@@ -28,10 +29,19 @@ def epsilon_command(
 
     The default accountant, pb, reports a certified upper bound with a certified lower
     bound beside it. Every number holds for the stated model (--sampling, --adjacency):
-    Poisson sampling with add/remove adjacency unless told otherwise. The flag names of
-    Opacus and TF Privacy work too: --noise-multiplier, --sample-rate, --target-delta.
+    Poisson sampling with add/remove adjacency unless told otherwise. Name your data
+    pipeline instead (--pipeline torch-shuffle, opacus, tf-shuffle, flower, …; `dpcalc
+    pipelines` lists them) and it sets the model. Clients: a server drawing exactly m of M
+    clients per round is --pipeline flower (--sampling fixed --unit client, --batch-size m
+    --dataset-size M, --steps rounds). For a data loader's sampler (shuffle, sequential,
+    once-per-epoch) or fixed batches, a line says what the same run is certified at under
+    Poisson and balls-in-bins. The flag names of Opacus and TF Privacy work too:
+    --noise-multiplier, --sample-rate, --target-delta.
 
     Example: dpcalc epsilon --q 0.01 --sigma 4 --steps 10000
+
+    Example: dpcalc epsilon --pipeline torch-shuffle --batch-size 256 --dataset-size 60000
+    --sigma 1.1 --epochs 60
 
     Example: dpcalc epsilon --batch-size 512 --dataset-size 50000 --noise-multiplier 1.1
     --epochs 30 --max-epsilon 8
@@ -44,6 +54,10 @@ def epsilon_command(
     tolerance = check_positive(tolerance, "--tolerance")
     with waiting("epsilon: composing"):
         results = epsilon_results(names, run.schedule, target_delta, tolerance=tolerance)
+        pb = next((result for result in results if result.accountant == "pb"), None)
+        found = ([] if pb is None else
+                 alternatives(given, run, target_delta, pb, tolerance))
+    price = [price_line(run, pb, found)] if found else []
     report = Report(
         command="epsilon",
         title="DP-SGD privacy spent",
@@ -51,9 +65,10 @@ def epsilon_command(
         results=[epsilon_record(result) for result in results],
         columns=EPSILON_COLUMNS,
         plain_columns=EPSILON_PLAIN,
-        footnotes=opt.footnotes(results, run.inputs) + run.notes,
+        footnotes=opt.footnotes(results, run.inputs) + price + run.notes,
         input_labels=INPUT_LABELS,
         budget=check_budget(gate, results[0].accountant, [results[0].epsilon]),
+        extra={"alternatives": found} if pb is not None else {},
     )
     emit(report, output_format)
 

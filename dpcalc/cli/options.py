@@ -27,20 +27,46 @@ SIGMA = typer.Option(None, *SIGMA_NAMES, metavar="FLOAT",
                      help="Noise multiplier σ > 0 (noise std / clipping norm).")
 STEPS = typer.Option(None, "--steps", metavar="INT", help="Number of DP-SGD steps T ≥ 1.")
 EPOCHS = typer.Option(None, "--epochs", metavar="FLOAT",
-                      help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or ceil(epochs/q).")
+                      help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
+                           "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "
+                           "batches: T = ceil(epochs·⌈N/B⌉).")
 PHASE = typer.Option(None, "--phase", metavar="SPEC",
                      help="A phase of a multi-phase run, e.g. 'q=0.01,sigma=4,steps=5000' "
                           "(keys q|batch-size[,dataset-size], sigma, steps|epochs); repeat for "
                           "each phase, in order.")
-SAMPLING = typer.Option("poisson", "--sampling", metavar="NAME",
-                        help="How batches are drawn: poisson (each record joins a batch with "
-                             "probability q), fixed (B of N without replacement, each step "
-                             "independent), shuffle (a fresh permutation each epoch cut into "
-                             "⌈N/B⌉ batches; adjacency zero-out or replace-one), shuffle-once (one "
-                             "permutation for all epochs) or balls-in-bins (each record in one "
-                             "random step per epoch). Give --batch-size and --dataset-size. "
-                             "truncated-poisson: Poisson at rate q cut to at most "
-                             "--max-batch-size records; needs --dataset-size.")
+SAMPLING = typer.Option(None, "--sampling", metavar="NAME",
+                        help="How batches are drawn (default poisson, or the --pipeline's): "
+                             "poisson (each record joins a batch with probability q), fixed (B "
+                             "of N without replacement, each step independent), shuffle (a fresh "
+                             "permutation each epoch cut into ⌈N/B⌉ batches: PyTorch "
+                             "DataLoader(shuffle=True)), shuffle-once (one permutation for all "
+                             "epochs), sequential (the same known order every epoch: "
+                             "DataLoader(shuffle=False)), once-per-epoch (each record once per "
+                             "epoch, any order: tf.data's shuffle with a buffer < N) or "
+                             "balls-in-bins (each record in one random step per epoch); the "
+                             "epoch samplers want --batch-size and --dataset-size, and those "
+                             "that fix an order (all but balls-in-bins) --adjacency zero-out or "
+                             "replace-one. truncated-poisson: Poisson "
+                             "at rate q cut to at most --max-batch-size records; needs "
+                             "--dataset-size. Clients: a server drawing exactly m of M clients "
+                             "per round is fixed with --batch-size m --dataset-size M and "
+                             "--unit client (rounds are --steps); Poisson client sampling is "
+                             "poisson.")
+PIPELINE = typer.Option(None, "--pipeline", metavar="NAME",
+                        help="Your data pipeline by name; it sets --sampling and --adjacency "
+                             "(and --unit, --drop-last): opacus, opacus-no-poisson, "
+                             "torch-shuffle, torch-shuffle-drop-last, torch-sequential, "
+                             "tf-shuffle, tf-shuffle-buffer, jax-privacy-poisson, balls-in-bins, "
+                             "flower (or tff: m of M clients per round), federated-poisson. "
+                             "`dpcalc pipelines` shows what each one is and its model.")
+UNIT = typer.Option(None, "--unit", metavar="NAME",
+                    help="What one record of the run is, i.e. what is protected: example "
+                         "(default), client (federated: the server samples clients and clips "
+                         "each client's update) or user.")
+DROP_LAST = typer.Option(False, "--drop-last",
+                         help="shuffle or sequential: the loader drops the partial last batch "
+                              "(PyTorch drop_last=True): ⌊N/B⌋ batches per epoch, N mod B "
+                              "records unused each epoch.")
 MAX_BATCH_SIZE = typer.Option(None, "--max-batch-size", metavar="INT",
                               help="truncated-poisson only: the most records a batch may hold "
                                    "(M, 1 ≤ M ≤ N); a Poisson batch with more is cut to a "
@@ -49,6 +75,12 @@ ADJACENCY = typer.Option("add-remove", "--adjacency", metavar="NAME",
                          help="Neighbouring datasets: add-remove (one record added or removed), "
                               "replace-one (one record replaced; aliases: substitution) or "
                               "zero-out (one record replaced by a null record with zero gradient).")
+# the run commands' --adjacency: None when not given (the --pipeline's default applies)
+RUN_ADJACENCY = typer.Option(None, "--adjacency", metavar="NAME",
+                             help="Neighbouring datasets (default add-remove, or the --pipeline's): "
+                                  "add-remove (one record added or removed), "
+                                  "replace-one (one record replaced; aliases: substitution) or "
+                                  "zero-out (one record replaced by a null record with zero gradient).")
 PHASE_NO_SIGMA = typer.Option(None, "--phase", metavar="SPEC",
                               help="A phase of a multi-phase run, e.g. 'q=0.01,steps=5000' (keys "
                                    "q|batch-size[,dataset-size], steps|epochs, sampling[, max-batch-size]); repeat for "
@@ -73,9 +105,11 @@ def warn_large_delta(delta: float, dataset_size: int | None) -> None:
 
 def footnotes(results: list[EpsilonResult], inputs: dict | None = None) -> list[str]:
     """Lines under a table explaining what the numbers are, and the model they hold for."""
+    from dpcalc.cli.schedule_options import model_footnote
+
     lines = []
     if inputs is not None and "model" in inputs:
-        lines.append(f"Model: {inputs['model']}. Every certified number holds for this model only.")
+        lines.append(model_footnote(inputs))
     if any(r.accountant == "pb" for r in results):
         lines.append("ε is a certified upper bound (rounded up); the lower bound is certified too "
                      "(rounded down): the true ε lies between them.")

@@ -12,7 +12,10 @@ from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.render import OutputFormat, json_text, plain_upper
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.risk import BASELINE, FPR, PRIOR, RISK_TOLERANCE, parse_fprs, risk_records
+from dpcalc.cli.risk import (BASELINE, FPR, PRIOR, RISK_TOLERANCE, nearest_risk,
+                             not_applicable_records, parse_fprs, risk_records)
+from dpcalc.cli.output.records import row_kind
+from dpcalc.cli.pipelines.price import alternatives
 from dpcalc.cli.schedule_options import _phase_fields
 from dpcalc.cli.output.statement import statement_markdown
 from dpcalc.params import check_delta, check_range
@@ -22,7 +25,9 @@ def _command_line(options: dict) -> str:
     words = ["dpcalc", "report"]
     for flag, value in options.items():
         for item in (value if isinstance(value, list) else [value]):
-            if item is not None:
+            if item == "":  # a switch (--drop-last)
+                words.append(flag)
+            elif item is not None:
                 words += [flag, str(item)]
     return " ".join(words)
 
@@ -63,8 +68,13 @@ def report_command(
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
     """A reviewer-ready privacy statement in Markdown (--format json: the same figures and
-    the Markdown; plain: ε): model, run, certified ε at δ with the 1/N check, attack-risk
-    bounds and the caveats that apply."""
+    the Markdown; plain: ε): model, unit of privacy, run, certified ε at δ with the 1/N
+    check, attack-risk bounds, what the data pipeline costs (shuffle, sequential,
+    once-per-epoch or fixed batches against Poisson and balls-in-bins) and the caveats
+    that apply. --pipeline names your loader (`dpcalc pipelines`); clients: --pipeline
+    flower (m of M clients per round, --unit client). Where the model has no certificate
+    (shuffled batches under add/remove) the statement says so and gives the nearest
+    certified model's figures, labelled as such."""
     from dpcalc.risk.bounds import risk_bounds
 
     run = given.schedule()
@@ -77,17 +87,35 @@ def report_command(
     opt.warn_large_delta(target_delta, run.dataset_size)
     with waiting("report: composing"):
         result = get_accountant("pb", tolerance=tol).epsilon(run.schedule, target_delta)
-        risk = risk_records(risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol))
+        found = nearest_risk(run.schedule, lambda schedule: risk_bounds(
+            schedule, fprs, prior_value, kappa, tolerance=tol))
+        if found is None:
+            risk = risk_records(risk_bounds(run.schedule, fprs, prior_value, kappa,
+                                            tolerance=tol))
+        else:
+            risk = not_applicable_records(risk_records(found[2]), found[0], found[1])
+        priced = alternatives(given, run, target_delta, result, tol)
     options = {"--q": given.q, "--batch-size": given.batch_size,
                "--dataset-size": given.dataset_size, "--sigma": given.sigma,
                "--steps": given.steps, "--epochs": given.epochs, "--phase": given.phase or None,
+               "--pipeline": given.pipeline,
                "--sampling": run.schedule.samplings[0] if not given.phase else None,
+               "--drop-last": "" if run.inputs.get("drop_last") else None,
                "--max-batch-size": given.max_batch_size,
-               "--adjacency": run.schedule.adjacency, "--delta": f"{target_delta:g}",
+               "--adjacency": run.schedule.adjacency, "--unit": run.inputs["unit"],
+               "--delta": f"{target_delta:g}",
                "--fpr": ",".join(f"{value:g}" for value in fprs), "--prior": f"{prior_value:g}",
                "--baseline": None if kappa is None else f"{kappa:g}"}
+    certified = result.epsilon is not None
     statement = {
         "epsilon": {"upper": result.epsilon, "lower": result.epsilon_lower},
+        "certified": certified,
+        "not_applicable": None if certified else result.notes[0],
+        "nearest_model": result.details.get("nearest_model"),
+        "unit": run.inputs["unit"],
+        "pipeline": run.inputs.get("pipeline"),
+        "drop_last": run.inputs.get("drop_last", False),
+        "alternatives": priced,
         "delta": target_delta,
         "dataset_size": run.dataset_size,
         "steps": run.schedule.total_steps,
@@ -103,12 +131,15 @@ def report_command(
     if output_format == OutputFormat.json:
         record = {"accountant": "pb", "epsilon": result.epsilon, "epsilon_upper": result.epsilon,
                   "epsilon_lower": result.epsilon_lower, "delta": target_delta,
-                  "certified": True, "risk": risk, "notes": list(result.notes),
-                  "markdown": markdown}
+                  "certified": certified,
+                  "kind": row_kind(True, result.epsilon, result.notes), "risk": risk,
+                  "notes": list(result.notes), "markdown": markdown}
+        if not certified and statement["nearest_model"] is not None:
+            record["nearest_model"] = statement["nearest_model"]
         inputs = {**run.inputs, "delta": target_delta, "fpr": fprs, "prior": prior_value,
                   "baseline": kappa}
         sys.stdout.write(json_text({"command": "report", "inputs": inputs,
-                                    "results": [record]}) + "\n")
+                                    "results": [record], "alternatives": priced}) + "\n")
     elif output_format == OutputFormat.plain:
         sys.stdout.write(plain_upper(result.epsilon) + "\n")
     else:

@@ -100,6 +100,41 @@ def risk_records(bounds) -> list[dict]:
     return records
 
 
+def nearest_risk(schedule, compute):
+    """For a model without a certificate whose nearest model has one (pb's not-applicable
+    rule): (the not-applicable reason, the nearest schedule, ``compute(nearest)``); else None
+    (``compute`` is then the caller's to run on ``schedule``)."""
+    from dpcalc.accountants.epoch_samplers import epoch_not_applicable, nearest_schedule
+    from dpcalc.accountants.registry import get_accountant
+
+    reason = get_accountant("pb").not_applicable(schedule)
+    nearest = None if reason is None else nearest_schedule(schedule)
+    if nearest is None:
+        return None
+    return (reason or epoch_not_applicable(schedule)), nearest, compute(nearest)
+
+
+def not_applicable_records(records: list[dict], reason: str, nearest) -> list[dict]:
+    """The nearest model's risk records turned into not-applicable rows: no value, kind "not
+    applicable", "certified" false; the nearest model's figures under "nearest_model" and in
+    a note (upper rounded up, lower down)."""
+    from dpcalc.accountants.result import interval_text
+    from dpcalc.models.samplers import NEAREST_WHY
+
+    why = (f"nearest model with a certificate: {nearest.adjacency} adjacency (figures in each "
+           f"row's note and under nearest_model) — {NEAREST_WHY}")
+    rows = []
+    for record in records:
+        figure = {"adjacency": nearest.adjacency, "model": nearest.phases[0].model,
+                  "upper": record["upper"], "lower": record["lower"]}
+        rows.append({**record, "value": None, "upper": None, "lower": None, "certified": False,
+                     "kind": "not applicable", "nearest_model": figure,
+                     "notes": [reason, why, f"{_show_at(record['at'])} under "
+                               f"{nearest.adjacency} (the nearest certified model): "
+                               f"{interval_text(record['lower'], record['upper'])}".lstrip()]})
+    return rows
+
+
 def _show_at(value) -> str:
     return "" if value is None else f"{value:g}"
 
@@ -193,12 +228,25 @@ def risk_command(
         check_plot_path(plot)
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
     with waiting("risk: composing"):
-        bounds = risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol)
+        found = nearest_risk(run.schedule, lambda schedule: risk_bounds(
+            schedule, fprs, prior_value, kappa, tolerance=tol))
+        bounds = risk_bounds(run.schedule, fprs, prior_value, kappa,
+                             tolerance=tol) if found is None else found[2]
     records = risk_records(bounds)
+    if found is not None:
+        records = not_applicable_records(records, found[0], found[1])
+        if plot is not None:
+            from dpcalc.cli.output.render import warn
+
+            warn(f"--plot {plot} not drawn: this model has no certified trade-off curve")
+            plot = None
     inputs = {**run.inputs, "fpr": fprs, "prior": prior_value, "baseline": kappa,
               "grid_step": bounds.details["grid_step"]}
+    columns = RISK_COLUMNS
+    if found is not None:
+        columns = RISK_COLUMNS + [Column("kind", "kind", justify="left")]
     report = Report(command="risk", title="What the privacy of this run means for an attacker",
-                    inputs=inputs, results=records, columns=RISK_COLUMNS,
+                    inputs=inputs, results=records, columns=columns,
                     plain_columns=[Column("safe value", "upper", plain_upper)],
                     footnotes=risk_footnotes(inputs, records),
                     input_labels={**INPUT_LABELS, "prior": None, "baseline": None,

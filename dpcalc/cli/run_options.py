@@ -1,5 +1,6 @@
-"""The options that describe one run — q or B/N, σ, steps or epochs, phases, sampler,
-adjacency, max batch size — declared once for every command that reads a run.
+"""The options that describe one run — q or B/N, σ, steps or epochs, phases, pipeline,
+sampler, adjacency, drop-last, unit, max batch size — declared once for every command that
+reads a run.
 
 A command names one parameter ``run: RunFlags``; :func:`run_options` puts the run's options
 in its place in the signature Typer reads (same names, order and help everywhere) and hands
@@ -25,8 +26,11 @@ class RunFlags:
     steps: Optional[str] = None
     epochs: Optional[str] = None
     phase: Optional[List[str]] = None
-    sampling: str = "poisson"
-    adjacency: str = "add-remove"
+    pipeline: Optional[str] = None
+    sampling: Optional[str] = None  # None: the pipeline's, else poisson
+    adjacency: Optional[str] = None  # None: the pipeline's, else add-remove
+    drop_last: bool = False
+    unit: Optional[str] = None  # None: the pipeline's, else example
     max_batch_size: Optional[str] = None
 
     def schedule(self, with_sigma: bool = True):
@@ -35,7 +39,8 @@ class RunFlags:
 
         return build_schedule(self.q, self.batch_size, self.dataset_size, self.sigma, self.steps,
                               self.epochs, self.phase, self.sampling, self.adjacency,
-                              with_sigma=with_sigma, max_batch_size=self.max_batch_size)
+                              with_sigma=with_sigma, max_batch_size=self.max_batch_size,
+                              pipeline=self.pipeline, unit=self.unit, drop_last=self.drop_last)
 
 
 # name -> (annotation, the Typer option); in the order every command shows them
@@ -47,8 +52,11 @@ RUN_OPTIONS = {
     "steps": (Optional[str], opt.STEPS),
     "epochs": (Optional[str], opt.EPOCHS),
     "phase": (Optional[List[str]], opt.PHASE),
-    "sampling": (str, opt.SAMPLING),
-    "adjacency": (str, opt.ADJACENCY),
+    "pipeline": (Optional[str], opt.PIPELINE),
+    "sampling": (Optional[str], opt.SAMPLING),
+    "adjacency": (Optional[str], opt.RUN_ADJACENCY),
+    "drop_last": (bool, opt.DROP_LAST),
+    "unit": (Optional[str], opt.UNIT),
     "max_batch_size": (Optional[str], opt.MAX_BATCH_SIZE),
 }
 RUN = RunFlags()  # the placeholder default of a command's ``run`` parameter

@@ -21,7 +21,8 @@ from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.output.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS,
+                                       NOT_APPLICABLE_KIND, show_kind)
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
@@ -87,12 +88,43 @@ def _failed_record(name: str, target: float, error: Exception) -> dict:
             "notes": [str(error)]}
 
 
+def _not_applicable_record(name: str, target: float, delta: float, schedule, reason: str,
+                           precision: float, tolerance: float) -> dict:
+    """A row without σ (kind "not applicable", not certified); pb adds the σ the nearest
+    model with a certificate needs for the same run ("nearest_model", a note)."""
+    from dpcalc.accountants.epoch_samplers import nearest_note, nearest_schedule
+
+    record = {"accountant": name, "sigma": None, "epsilon": None, "epsilon_lower": None,
+              "target_epsilon": target, "certified": False, "kind": NOT_APPLICABLE_KIND,
+              "evaluations": None, "notes": [reason]}
+    nearest = nearest_schedule(schedule) if name == "pb" else None
+    if nearest is not None:
+        found = dpsgd_sigma("pb", target, delta, schedule=nearest, precision=precision,
+                            tolerance=tolerance)
+        record["nearest_model"] = {"sampling": nearest.phases[0].sampling,
+                                   "adjacency": nearest.adjacency,
+                                   "model": nearest.phases[0].model, "sigma": found.sigma,
+                                   "epsilon_upper": found.epsilon,
+                                   "epsilon_lower": found.result.epsilon_lower}
+        record["notes"].append(nearest_note(nearest.adjacency, f"σ = {show_upper(found.sigma)} "
+                                            f"(certified ε ≤ {target:g} at δ = {delta:g})"))
+    return record
+
+
 def _calibrate_all(names: list[str], target: float, delta: float, schedule,
                    precision: float, tolerance: float) -> list[dict]:
     """One record per accountant. A single accountant's failure is the command's error
-    (exit 2); with several, a failing one is reported in its row unless all fail."""
+    (exit 2); with several, a failing one is reported in its row unless all fail. An
+    accountant that does not apply to the model gets a not-applicable row (exit 0)."""
+    from dpcalc.accountants.evaluate import make_accountant
+
     records, errors = [], []
     for name in names:
+        reason = make_accountant(name).not_applicable(schedule)
+        if reason is not None:
+            records.append(_not_applicable_record(name, target, delta, schedule, reason,
+                                                  precision, tolerance))
+            continue
         options = {"tolerance": tolerance} if name == "pb" else {}
         try:
             calibration = dpsgd_sigma(name, target, delta, schedule=schedule,
@@ -104,7 +136,7 @@ def _calibrate_all(names: list[str], target: float, delta: float, schedule,
             records.append(_failed_record(name, target, error))
             continue
         records.append(_dpsgd_record(calibration, target))
-    if errors and len(errors) == len(names):
+    if errors and len(errors) == len(records):
         raise errors[0]
     return records
 
@@ -116,15 +148,14 @@ def _dpsgd_report(records: list[dict], inputs: dict, digits: int,
         Column("σ", "sigma", lambda value: show_upper(value, digits)),
         Column("ε at σ", "epsilon", show_upper),
         Column("lower bound", "epsilon_lower", show_lower),
-        Column("kind", "certified", lambda value: "certified" if value else "approximation",
-               justify="left"),
+        Column("kind", "kind", show_kind, justify="left"),
         Column("evals", "evaluations", lambda value: "" if value is None else str(value)),
     ]
     footnotes = [model_footnote(inputs), *notes,
                  "σ is rounded up (a larger σ is the safe side); ε is the accountant's value at "
                  "that σ, ≤ the target (pb: certified upper bound, with its certified lower "
                  "bound); evals = ε evaluations."]
-    if any(not record["certified"] for record in records):
+    if any(record["kind"] == APPROXIMATION for record in records):
         footnotes.append("An approximation is not a bound: a σ calibrated with it may not meet "
                          "the target.")
     footnotes += [f"{record['accountant']}: {note}" for record in records for note in record["notes"]]

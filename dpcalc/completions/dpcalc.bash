@@ -10,7 +10,7 @@ _dpcalc() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "compare completions delta epsilon group report risk sigma simulate --version --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "compare completions delta epsilon group pipelines report risk sigma simulate --version --help -h" -- "$cur"))
         return
     fi
     cmd="${COMP_WORDS[1]}"
@@ -24,8 +24,10 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
-                --sampling) _dpcalc_list "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins"; return ;;
+                --pipeline) return ;;
+                --sampling) _dpcalc_list "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch"; return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
+                --unit) return ;;
                 --max-batch-size) return ;;
                 --delta|--target-delta) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
@@ -35,7 +37,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in
@@ -52,13 +54,15 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
+                --pipeline) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
+                --unit) return ;;
                 --max-batch-size) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --accountant -a --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --format -f --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -69,8 +73,10 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
+                --pipeline) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
+                --unit) return ;;
                 --max-batch-size) return ;;
                 --delta|--target-delta) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
@@ -78,7 +84,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -89,7 +95,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --delta|--target-delta) return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --method|-m) _dpcalc_list "pb seed rdp-overapprox group-conversion rdp-group all"; return ;;
                 --target-epsilon|--epsilon|-e) return ;;
@@ -101,6 +107,12 @@ _dpcalc() {
             esac
             COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
+        pipelines)
+            case "$prev" in
+                --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
+            esac
+            COMPREPLY=($(compgen -W "--format -f --help -h" -- "$cur"))
+            ;;
         report)
             case "$prev" in
                 --q|--sample-rate|--sampling-probability) return ;;
@@ -110,8 +122,10 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
+                --pipeline) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
+                --unit) return ;;
                 --max-batch-size) return ;;
                 --delta|--target-delta) return ;;
                 --fpr) return ;;
@@ -120,7 +134,7 @@ _dpcalc() {
                 --tolerance) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --format -f --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
@@ -131,8 +145,10 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
+                --pipeline) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
+                --unit) return ;;
                 --max-batch-size) return ;;
                 --fpr) return ;;
                 --prior) return ;;
@@ -143,7 +159,7 @@ _dpcalc() {
                 --delta|--target-delta) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -158,8 +174,10 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
-                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
+                --pipeline) return ;;
+                --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
+                --unit) return ;;
                 --max-batch-size) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --precision) return ;;
@@ -168,7 +186,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --sampling --adjacency --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in

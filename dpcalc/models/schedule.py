@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dpcalc.models.samplers import (ADD_REMOVE, POISSON, TRUNCATED_POISSON, model_label,
-                                    parse_adjacency, parse_sampling)
+from dpcalc.models.samplers import (ADD_REMOVE, DROP_LAST_SAMPLINGS, EPOCH_SAMPLINGS, POISSON,
+                                    TRUNCATED_POISSON, model_label, parse_adjacency,
+                                    parse_sampling)
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_count, check_noise_multiplier, check_sampling_rate, epoch_steps
+from dpcalc.params import (batches_per_epoch, check_count, check_noise_multiplier,
+                           check_sampling_rate, epoch_steps)
 
 MAX_STEPS = 10**9
 
@@ -24,7 +26,8 @@ class Phase:
     ``sampling_rate``, or ``fixed``-size batches of B = ``batch_size`` out of
     N = ``dataset_size`` (``sampling_rate`` = B/N; B and N may be omitted).
     ``truncated-poisson``: Poisson at rate q cut to at most ``max_batch_size`` = M records;
-    it needs N (with B, or alone with the rate) and M."""
+    it needs N (with B, or alone with the rate) and M. ``drop_last`` (shuffle, sequential,
+    with B and N): each epoch runs the ⌊N/B⌋ full batches only, N mod B records unused."""
 
     sampling_rate: float
     noise_multiplier: float
@@ -34,6 +37,7 @@ class Phase:
     batch_size: int | None = None
     dataset_size: int | None = None
     max_batch_size: int | None = None
+    drop_last: bool = False
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
@@ -58,11 +62,25 @@ class Phase:
             set_field(self, "dataset_size", dataset)
             if self.sampling_rate is None:
                 set_field(self, "sampling_rate", batch / dataset)
+        if self.drop_last:
+            self._check_drop_last()
         rate = check_sampling_rate(self.sampling_rate)
         if self.batch_size is not None and rate != self.batch_size / self.dataset_size:
             raise DpcalcError(f"--q {rate:g} disagrees with --batch-size/--dataset-size "
                               f"= {self.batch_size / self.dataset_size:g}; give one of them")
         set_field(self, "sampling_rate", rate)
+
+    def _check_drop_last(self) -> None:
+        """drop_last: shuffle or sequential batches of B out of N (it changes which records
+        an epoch uses, so B and N are needed); a no-op when B divides N."""
+        if self.drop_last is not True:
+            raise DpcalcError(f"drop_last must be True or False; got {self.drop_last!r}")
+        if self.sampling not in DROP_LAST_SAMPLINGS:
+            raise DpcalcError(f"--drop-last is for --sampling {' or '.join(DROP_LAST_SAMPLINGS)}; "
+                              f"got it with --sampling {self.sampling}")
+        if self.batch_size is None:
+            raise DpcalcError("--drop-last needs --batch-size and --dataset-size (it drops the "
+                              "N mod B records of the partial batch)")
 
     def _check_truncation(self) -> None:
         """N and M of a truncated-poisson phase: 1 ≤ M ≤ N."""
@@ -79,14 +97,25 @@ class Phase:
 
     @classmethod
     def from_batches(cls, batch_size: int, dataset_size: int, noise_multiplier: float,
-                     steps: int, sampling: str = POISSON, adjacency: str = ADD_REMOVE) -> "Phase":
+                     steps: int, sampling: str = POISSON, adjacency: str = ADD_REMOVE,
+                     drop_last: bool = False) -> "Phase":
         """Batches of B out of N: q = B/N (Poisson: the expected batch size is B)."""
-        return cls(None, noise_multiplier, steps, sampling, adjacency, batch_size, dataset_size)
+        return cls(None, noise_multiplier, steps, sampling, adjacency, batch_size, dataset_size,
+                   drop_last=drop_last)
 
     @property
     def model(self) -> str:
         """The sampler and the adjacency, in words."""
-        return model_label(self.sampling, self.adjacency)
+        return model_label(self.sampling, self.adjacency, self.drop_last)
+
+    @property
+    def batches_per_epoch(self) -> int | None:
+        """An epoch sampler's steps per epoch b (⌈N/B⌉, ⌊N/B⌋ with drop_last, or ⌈1/q⌉);
+        None for the samplers that draw every step afresh."""
+        if self.sampling not in EPOCH_SAMPLINGS:
+            return None
+        return batches_per_epoch(self.sampling_rate, self.batch_size, self.dataset_size,
+                                 self.drop_last)
 
     def with_noise_multiplier(self, noise_multiplier: float) -> "Phase":
         return replace(self, noise_multiplier=noise_multiplier)
@@ -128,21 +157,25 @@ class Schedule:
     def from_epochs(cls, noise_multiplier: float, epochs: float, *,
                     batch_size: int | None = None, dataset_size: int | None = None,
                     sampling_rate: float | None = None, sampling: str = POISSON,
-                    adjacency: str = ADD_REMOVE) -> "Schedule":
+                    adjacency: str = ADD_REMOVE, drop_last: bool = False) -> "Schedule":
         """``epochs`` passes over the data: batches of B out of N (q = B/N), or rate q.
 
         Steps = ⌈epochs·N/B⌉ (or ⌈epochs/q⌉), the CLI's --epochs rule: rounded up, the safe
-        side, where Opacus's int(epochs/q) is one step fewer when epochs/q is not whole."""
+        side, where Opacus's int(epochs/q) is one step fewer when epochs/q is not whole.
+        Epoch samplers (data loaders) run all b = ⌈N/B⌉ batches of an epoch (⌊N/B⌋ with
+        drop_last): steps = ⌈epochs·b⌉."""
         if (batch_size is None) != (dataset_size is None):
             raise DpcalcError("give both batch_size and dataset_size, or sampling_rate")
         if (batch_size is None) == (sampling_rate is None):
             raise DpcalcError("give either batch_size with dataset_size, or sampling_rate")
         if batch_size is not None:
-            phase = Phase(None, noise_multiplier, 1, sampling, adjacency, batch_size, dataset_size)
+            phase = Phase(None, noise_multiplier, 1, sampling, adjacency, batch_size, dataset_size,
+                          drop_last=drop_last)
         else:
-            phase = Phase(sampling_rate, noise_multiplier, 1, sampling, adjacency)
+            phase = Phase(sampling_rate, noise_multiplier, 1, sampling, adjacency,
+                          drop_last=drop_last)
         steps = epoch_steps(epochs, phase.sampling_rate, phase.batch_size, phase.dataset_size,
-                            "epochs").steps
+                            "epochs", batches=phase.batches_per_epoch).steps
         return cls((phase.with_steps(steps),))
 
     @property

@@ -1,4 +1,5 @@
-"""Risk figures for the epoch samplers (shuffle, shuffle-once, balls-in-bins): the
+"""Risk figures for the epoch samplers (shuffle, shuffle-once, balls-in-bins, sequential,
+once-per-epoch): the
 :class:`~dpcalc.pb.composed.ComposedRun` that risk.py reads, built from the
 certified bounds of epoch_samplers.py instead of one dominating pair per step.
 
@@ -14,6 +15,9 @@ UPPER (the same profile for every direction: it bounds both orders of a neighbou
   breakpoints ε_t = μt − μ²/2 (the tangent point of G_μ at α = Φ(−t), or at 1 − Φ(−t − μ)
   for the second branch) is G_μ exactly at the FPRs asked, whose tangent points are added,
   and within a relative ~1e-6 between them; μ itself is the certified GDP μ, for every FPR.
+- Shuffle and shuffle-once ending inside an epoch: also the Gaussian-DP mixture over the
+  epochs that hold the record (epoch_orders.py (B), Prop. 1), read at the E-fold profile's
+  breakpoints as certified points (below).
 - Balls-in-bins, add/remove or zero-out: also the random-allocation bound of Feldman &
   Shenfeld 2025 (allocation.py: the one-epoch decomposition and RDP bounds, composed over
   epochs by RDP or Kairouz, Oh, Viswanath 2015, Thm 3.4) — the same certified upper ε(δ)
@@ -39,6 +43,7 @@ from dpcalc.pb.composed import (ComposedRun, DirectionProfiles, composed_phases,
 from dpcalc.accountants.epoch_samplers import (_LOWER_METHOD, _allocation, _lower_phases,
                                                _shift_pairs, epoch_not_applicable, sensitivity,
                                                upper_mu)
+from dpcalc.models.epoch_orders import epoch_count_law, mixture_delta_upper
 from dpcalc.models.gaussian import gdp_delta_upper
 from dpcalc.errors import DpcalcError
 
@@ -116,10 +121,26 @@ def _allocation_points(phase) -> tuple[np.ndarray, np.ndarray]:
     return points[keep][order], np.minimum.accumulate(values[keep][order])
 
 
+def _mixture_points(phase, alphas) -> tuple[np.ndarray, np.ndarray]:
+    """Certified (ε_k, δ_k) of the Gaussian-DP mixture over the epochs that hold the record
+    (epoch_orders.py (B): a partial last epoch of shuffle or shuffle-once), at the E-fold
+    profile's breakpoints; none where that law is a point mass."""
+    law = epoch_count_law(phase)
+    if len(law) == 1:
+        return np.empty(0), np.empty(0)
+    mu, _ = upper_mu(phase)
+    points = _gdp_breakpoints(mu, alphas)
+    points = points[points <= _MAX_EXPONENT]
+    values = mixture_delta_upper(points, law, sensitivity(phase) / phase.noise_multiplier)
+    return points, np.minimum.accumulate(values)
+
+
 def epoch_upper_profile(phase, alphas) -> PointsProfile:
     """The certified upper profile of one epoch-sampler phase (module doc)."""
     mu, _ = upper_mu(phase)
     point_epsilons, point_deltas = _allocation_points(phase)
+    if not point_epsilons.size:
+        point_epsilons, point_deltas = _mixture_points(phase, alphas)
     breakpoints = np.unique(np.concatenate([_gdp_breakpoints(mu, alphas), point_epsilons]))
     probe = PointsProfile(breakpoints, np.empty(0), 0.0, mu, point_epsilons, point_deltas)
     values = np.maximum.accumulate(probe.at(breakpoints)[::-1])[::-1]
@@ -132,7 +153,10 @@ def epoch_upper_note(phase, upper: PointsProfile) -> str:
     note = (f"upper bounds: the run is μ-GDP with μ = {sensitivity(phase):g}·√{epochs}/σ = "
             f"{mu:.6g} ({epochs}-fold Gaussian without amplification by the sampler; Dong, Roth, "
             "Su 2022 Cor. 3.3)")
-    if upper.point_epsilons.size:
+    if upper.point_epsilons.size and len(epoch_count_law(phase)) > 1:
+        note += ("; lowered by its mixture over the epochs that hold the record (a partial "
+                 "last epoch: Prop. 1, dpcalc.models.epoch_orders)")
+    elif upper.point_epsilons.size:
         note += ("; lowered by the random-allocation bound (Feldman & Shenfeld 2025) where "
                  "smaller")
     return note

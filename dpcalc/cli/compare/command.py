@@ -15,8 +15,9 @@ import typer
 
 from dpcalc.accountants.evaluate import epsilon_curves, epsilon_results
 from dpcalc.accountants.registry import accountant_names, get_accountant
-from dpcalc.accountants.result import EpsilonResult
-from dpcalc.models.samplers import TRUNCATED_POISSON, parse_adjacency
+from dpcalc.accountants.result import EpsilonResult, interval_text
+from dpcalc.models.pipelines import resolve_model
+from dpcalc.models.samplers import DROP_LAST_SAMPLINGS, EPOCH_SAMPLINGS, TRUNCATED_POISSON
 from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
@@ -26,7 +27,8 @@ from dpcalc.cli.compare.sweep import (MAX_SWEEP_POINTS, Point, Sweep, build_swee
                                       parse_samplings, parse_sweep)
 from dpcalc.cli.parallel import points_map
 from dpcalc.cli.progress import counted_progress
-from dpcalc.cli.output.records import INPUT_LABELS, epsilon_record, result_notes
+from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record,
+                                       result_notes, show_kind)
 from dpcalc.cli.output.render import Column, OutputFormat, Report, emit, plain_upper, show_lower, show_upper
 from dpcalc.cli.schedule_options import model_footnote, model_inputs
 from dpcalc.errors import DpcalcError
@@ -51,7 +53,8 @@ STEPS_SWEEP = typer.Option(None, "--steps", metavar="INT|SWEEP",
                            help="DP-SGD steps T ≥ 1." + _SWEEP_HELP)
 EPOCHS_SWEEP = typer.Option(None, "--epochs", metavar="FLOAT|SWEEP",
                             help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
-                                 "ceil(epochs/q)." + _SWEEP_HELP)
+                                 "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "
+                                 "batches." + _SWEEP_HELP)
 ACCOUNTANTS = typer.Option(None, "--accountant", "-a", metavar="NAME",
                            help=f"Any of {', '.join(accountant_names())} (repeatable or "
                                 "comma-separated). Default: all.")
@@ -64,10 +67,14 @@ X_SCALE = typer.Option(None, "--x-scale", case_sensitive=False,
 FORMAT = typer.Option(CompareFormat.table, "--format", "-f", case_sensitive=False,
                       help="Output: table, json, csv or plain (bare numbers).")
 
-SAMPLINGS = typer.Option("poisson", "--sampling", metavar="NAME[,NAME…]",
-                         help="Sampler(s): poisson, fixed, shuffle, shuffle-once or balls-in-bins, "
-                              "or a list 'poisson,shuffle,balls-in-bins' to see what the batch "
-                              "sampler costs in ε side by side.")
+SAMPLINGS = typer.Option(None, "--sampling", metavar="NAME[,NAME…]",
+                         help="Sampler(s) (default poisson, or the --pipeline's): poisson, fixed, "
+                              "shuffle, shuffle-once, sequential, once-per-epoch or "
+                              "balls-in-bins, or a list 'poisson,shuffle,balls-in-bins' to see "
+                              "what the batch sampler costs in ε side by side. Clients: a server "
+                              "drawing exactly m of M clients per round is fixed with "
+                              "--batch-size m --dataset-size M (--unit client); Poisson client "
+                              "sampling is poisson.")
 # One short phrase per accountant for the notes column (the full notes go under the table).
 _METHODS = {
     "pb": "tight numeric PLD",
@@ -140,8 +147,8 @@ def _show_ratio(value: float | None) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-def _kind(value: bool) -> str:
-    return "certified" if value else "approx."
+def _kind(value: str) -> str:
+    return {CERTIFIED: "certified", APPROXIMATION: "approx."}.get(value, show_kind(value))
 
 
 def _single_report(records: list[dict], results: list[EpsilonResult], inputs: dict,
@@ -153,7 +160,7 @@ def _single_report(records: list[dict], results: list[EpsilonResult], inputs: di
         Column("ε", "epsilon", show_upper),
         Column("lower", "epsilon_lower", show_lower),
         Column("ratio", "ratio_to_tightest", _show_ratio),
-        Column("kind", "certified", _kind, justify="left"),
+        Column("kind", "kind", _kind, justify="left"),
         Column("notes", "method", justify="left"),
     ]
     lines = ["Sorted by ε. ratio: ε / the tightest certified ε (of the same sampler). Certified "
@@ -169,17 +176,61 @@ def _single_report(records: list[dict], results: list[EpsilonResult], inputs: di
 
 
 # ------------------------------------------------------------------ command
-def _point_schedule(point, relation: str, dataset_size, max_batch_size) -> Schedule:
-    """One configuration of the sweep as a run (truncated Poisson also needs N and M)."""
+def _point_schedule(point, relation: str, dataset_size, max_batch_size, batch_size=None,
+                    drop_last: bool = False) -> Schedule:
+    """One configuration of the sweep as a run (truncated Poisson also needs N and M; the
+    epoch samplers keep B and N, which drop_last needs)."""
     if point.sampling == TRUNCATED_POISSON:
         return Schedule((Phase(point.q, point.sigma, point.steps, point.sampling, relation, None,
                                dataset_size, max_batch_size),))
+    if point.sampling in EPOCH_SAMPLINGS and batch_size is not None and dataset_size is not None:
+        return Schedule((Phase.from_batches(batch_size, dataset_size, point.sigma, point.steps,
+                                            point.sampling, relation,
+                                            drop_last and point.sampling in DROP_LAST_SAMPLINGS),))
     return Schedule.single(point.q, point.sigma, point.steps, point.sampling, relation)
+
+
+_NEAREST_SHOWN = 8
+
+
+def _nearest_lines(sweep: Sweep, per_point: list[list[dict]]) -> list[str]:
+    """Where pb has no certificate for the swept model: why (once), and the nearest certified
+    model's interval at the first points (the JSON rows carry every one)."""
+    found = [(point, record) for point, records in zip(sweep.points, per_point)
+             for record in records
+             if record["accountant"] == "pb" and "nearest_model" in record["details"]]
+    if not found:
+        return []
+    nearest = found[0][1]["details"]["nearest_model"]
+    shown = "; ".join(
+        f"{getattr(point, sweep.swept):g}: "
+        f"{interval_text(record['details']['nearest_model']['epsilon_lower'], record['details']['nearest_model']['epsilon_upper'])}"
+        for point, record in found[:_NEAREST_SHOWN])
+    more = " …" if len(found) > _NEAREST_SHOWN else ""
+    return [f"pb: {found[0][1]['notes'][0]}",
+            f"pb: nearest model with a certificate: {nearest['adjacency']} adjacency, the same "
+            f"runs' ε by {sweep.swept} — {shown}{more} (JSON: details.nearest_model) — "
+            f"{nearest['why']}"]
+
+
+def _resolve(given: RunFlags):
+    """(sampling text for the sweep, adjacency, the resolved model): --pipeline sets the
+    sampler (one), the default adjacency, unit and drop_last (models/pipelines.py)."""
+    if given.pipeline is None:
+        chosen = resolve_model(None, None, given.adjacency, given.unit, given.drop_last)
+        return given.sampling or "poisson", chosen.adjacency, chosen
+    listed = None if given.sampling is None else parse_samplings(given.sampling)
+    if listed is not None and len(listed) > 1:
+        raise DpcalcError(f"--pipeline {given.pipeline} sets one sampler; give it without a "
+                          f"--sampling list (got {given.sampling})")
+    chosen = resolve_model(given.pipeline, None if listed is None else listed[0],
+                           given.adjacency, given.unit, given.drop_last)
+    return chosen.sampling, chosen.adjacency, chosen
 
 
 def _phase_run(given: RunFlags, adjacency: str) -> tuple[Sweep, Schedule, list[str]]:
     """--phase: one multi-phase configuration (no sweep), one sampler per phase."""
-    samplings = parse_samplings(given.sampling)
+    samplings = parse_samplings(given.sampling or "poisson")
     if len(samplings) > 1:
         raise DpcalcError("with --phase give one --sampling (or sampling=… per phase)")
     run = replace(given, sampling=samplings[0], adjacency=adjacency).schedule()
@@ -215,13 +266,14 @@ def compare_command(
     Example: dpcalc compare --q 0.01 --sigma 4 --steps 1000:100000:log10 --plot eps.png
     """
     target_delta = check_delta(delta)
-    relation = parse_adjacency(given.adjacency)
+    sampling_text, relation, chosen = _resolve(given)
     phase_notes: list[str] = []
     if given.phase:
-        sweep, phase_schedule, phase_notes = _phase_run(given, relation)
+        sweep, phase_schedule, phase_notes = _phase_run(replace(given, sampling=sampling_text),
+                                                        relation)
     else:
         sweep = build_sweep(given.q, given.batch_size, given.dataset_size, given.sigma,
-                            given.steps, given.epochs, given.sampling)
+                            given.steps, given.epochs, sampling_text, chosen.drop_last)
         phase_schedule = None
         cap = (None if given.max_batch_size is None
                else check_count(given.max_batch_size, "--max-batch-size"))
@@ -254,7 +306,8 @@ def compare_command(
             "sigma": [p.noise_multiplier for p in phases], "steps": phase_schedule.total_steps,
             "sampling": sweep.inputs["sampling"]}))
     dataset = sweep.inputs.get("dataset_size")
-    schedules = [_point_schedule(point, relation, dataset, sweep.inputs.get("max_batch_size"))
+    schedules = [_point_schedule(point, relation, dataset, sweep.inputs.get("max_batch_size"),
+                                 sweep.inputs.get("batch_size"), chosen.drop_last)
                  for point in sweep.points]
     # a sweep over steps/epochs is one composition read at every step count
     with counted_progress("compare", len(names) * len(schedules)) as advance, \
@@ -267,8 +320,9 @@ def compare_command(
     several = len(sweep.samplings) > 1
     inputs = {**sweep.inputs, "adjacency": relation, "delta": target_delta, "accountants": names,
               "sweep": sweep.swept}
+    inputs.update(unit=chosen.unit, pipeline=chosen.pipeline_record())
     if phase_schedule is None and not several:
-        inputs.update(model_inputs(schedules[0]))
+        inputs.update(model_inputs(schedules[0], chosen.unit, chosen.pipeline_record()))
     elif several:
         inputs["model"] = "; ".join(f"{name}: see rows" for name in sweep.samplings)
     flat = [record for records in per_point for record in records]
@@ -293,7 +347,8 @@ def compare_command(
     else:
         model_line = ([model_footnote(inputs)] if not several else
                       [f"Each column holds for its sampler, with {relation} adjacency."])
-        report = sweep_table(sweep, per_point, inputs, target_delta, model_line + steps_notes)
+        report = sweep_table(sweep, per_point, inputs, target_delta,
+                             model_line + steps_notes + _nearest_lines(sweep, per_point))
         report.budget = budget
         with output_may_close():
             print_wide_table(report)

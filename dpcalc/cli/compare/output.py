@@ -7,7 +7,7 @@ import sys
 from enum import Enum
 
 from dpcalc.cli.compare.sweep import Sweep
-from dpcalc.cli.output.records import INPUT_LABELS
+from dpcalc.cli.output.records import APPROXIMATION, INPUT_LABELS
 from dpcalc.cli.output.render import Column, Report, show_lower, show_upper
 
 class XScale(str, Enum):
@@ -57,12 +57,22 @@ def _last_records(sweep: Sweep, per_point: list[list[dict]]) -> list[dict]:
     return [record for records in last.values() for record in records]
 
 
+def _certified_series(per_point: list[list[dict]], several: bool) -> dict:
+    """Per series: False where any point is an approximation (a not-applicable point says
+    nothing about the accountant)."""
+    certified: dict = {}
+    for records in per_point:
+        for record in records:
+            key = series_key(record, several)
+            certified[key] = certified.get(key, True) and record["kind"] != APPROXIMATION
+    return certified
+
+
 def sweep_table(sweep: Sweep, per_point: list[list[dict]], inputs: dict, delta: float,
                 footnotes: list[str]) -> Report:
     several = len(sweep.samplings) > 1
     order = _column_order(_last_records(sweep, per_point), several)
-    certified = {series_key(record, several): record["certified"]
-                 for records in per_point for record in records}
+    certified = _certified_series(per_point, several)
     columns = [Column(_SHORT_X_LABELS[sweep.swept], "x", lambda value: f"{value:g}")]
     rows = _rows_by_x(sweep, per_point)
     if sweep.swept != "steps" and len({row["steps"] for row in rows}) > 1:
@@ -136,8 +146,7 @@ def plot_sweep(path: str, sweep: Sweep, per_point: list[list[dict]], delta: floa
 
     several = len(sweep.samplings) > 1
     rows = _rows_by_x(sweep, per_point)
-    certified = {series_key(record, several): record["certified"]
-                 for records in per_point for record in records}
+    certified = _certified_series(per_point, several)
     curves = []
     for name in reversed(_column_order(_last_records(sweep, per_point), several)):  # legend
         lower = [row.get(f"{name} low") for row in rows] if name.split(" ")[0] == "pb" else None

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from dpcalc.cli.schedule_options import loader_batches
 from dpcalc.models.samplers import parse_sampling
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_sampling_rate,
-                           epoch_steps, resolve_sampling_rate, resolve_steps)
+                           epoch_steps, resolve_sampling_rate)
 
 MAX_SWEEP_POINTS = 1000
 _SWEEP_SYNTAX = (
@@ -101,9 +102,10 @@ def parse_samplings(text) -> tuple[str, ...]:
 
 
 def build_sweep(q, batch_size, dataset_size, sigma, steps, epochs,
-                sampling: str = "poisson") -> Sweep:
+                sampling: str = "poisson", drop_last: bool = False) -> Sweep:
     """Validate the flags into the configurations to evaluate (at most one numeric flag
-    swept; each configuration for every sampler listed)."""
+    swept; each configuration for every sampler listed). An epoch sampler's epoch is its
+    b batches (schedule_options.loader_batches)."""
     samplings = parse_samplings(sampling)
     if q is not None:
         # truncated Poisson takes N beside --q (the cut depends on it)
@@ -135,7 +137,7 @@ def build_sweep(q, batch_size, dataset_size, sigma, steps, epochs,
         for rate in rates:
             for noise in sigmas:
                 for step_count, epoch_count in _step_choices(step_values, epoch_values, rate, batch,
-                                                             dataset):
+                                                             dataset, chosen, drop_last):
                     points.append(Point(rate, noise, step_count, epoch_count, chosen))
     inputs = {"q": rates[0] if len(rates) == 1 else rates, "batch_size": batch,
               "dataset_size": dataset, "sigma": sigmas[0] if len(sigmas) == 1 else sigmas}
@@ -148,7 +150,8 @@ def build_sweep(q, batch_size, dataset_size, sigma, steps, epochs,
     texts = {"q": q, "sigma": sigma, "steps": steps, "epochs": epochs}
     log_spaced = bool(swept) and ":log" in str(texts[swept[0]]).replace(" ", "").lower()
     if epoch_values is not None and len(points) == 1:
-        derived = epoch_steps(epoch_values[0], rates[0], batch, dataset)
+        derived = epoch_steps(epoch_values[0], rates[0], batch, dataset, "--epochs",
+                              *loader_batches(samplings[0], rates[0], batch, dataset, drop_last))
         inputs["steps_from_epochs"] = {"exact": derived.exact, "steps": derived.steps,
                                        "opacus_steps": derived.opacus_steps, "note": derived.note}
     return Sweep(points, swept[0] if swept else None, inputs, samplings, log_spaced)
@@ -161,12 +164,16 @@ def epochs_notes(sweep: Sweep) -> list[str]:
     if "steps_from_epochs" in sweep.inputs:
         return [sweep.inputs["steps_from_epochs"]["note"]]
     return ["steps from epochs: ⌈epochs·N/B⌉ (or ⌈epochs/q⌉) at every point, rounded up: the "
-            "safe side (more steps, larger ε); Opacus's int(epochs/q) may count one fewer"]
+            "safe side (more steps, larger ε); Opacus's int(epochs/q) may count one fewer; an "
+            "epoch sampler's epoch is its b batches: ⌈epochs·b⌉"]
 
 
-def _step_choices(step_values, epoch_values, rate, batch, dataset):
+def _step_choices(step_values, epoch_values, rate, batch, dataset, sampling="poisson",
+                  drop_last=False):
     if step_values is not None:
         return [(count, None) for count in step_values]
-    return [(resolve_steps(None, epochs, rate, batch, dataset), epochs) for epochs in epoch_values]
+    count, rule = loader_batches(sampling, rate, batch, dataset, drop_last)
+    return [(epoch_steps(epochs, rate, batch, dataset, "--epochs", count, rule).steps, epochs)
+            for epochs in epoch_values]
 
 

@@ -6,6 +6,25 @@ from dpcalc.cli.output.render import Column, plain_upper, show_lower, show_numbe
 
 CERTIFIED = "certified upper bound"
 APPROXIMATION = "approximation"
+NOT_APPLICABLE_KIND = "not applicable"
+FAILED = "failed"
+# the table's word for each kind
+KIND_WORDS = {CERTIFIED: "certified", APPROXIMATION: "approximation",
+              NOT_APPLICABLE_KIND: "not applicable", FAILED: "failed"}
+
+
+def row_kind(certified: bool, value, notes) -> str:
+    """A row's kind: a certificate or an approximation where it has a value; else "not
+    applicable" (its first note says why, and a nearest certified model's figure may
+    follow) or "failed"."""
+    if value is not None:
+        return CERTIFIED if certified else APPROXIMATION
+    first = next(iter(notes), "")
+    return NOT_APPLICABLE_KIND if str(first).startswith("not applicable") else FAILED
+
+
+def show_kind(kind: str) -> str:
+    return KIND_WORDS.get(kind, str(kind))
 
 
 def result_notes(results: list[EpsilonResult]) -> list[str]:
@@ -15,14 +34,16 @@ def result_notes(results: list[EpsilonResult]) -> list[str]:
 
 def epsilon_record(result: EpsilonResult) -> dict:
     """{"accountant", "epsilon", "epsilon_upper", "epsilon_lower", "certified", "kind",
-    "order", "notes", "details"}: the same keys for every accountant."""
+    "order", "notes", "details"}: the same keys for every accountant. "certified" is true
+    only for a row that holds a certificate: a not-applicable row (no value) has false, kind
+    "not applicable", and pb's ``details["nearest_model"]`` where a nearby model has one."""
     return {
         "accountant": result.accountant,
         "epsilon": result.epsilon,
         "epsilon_upper": result.epsilon_upper,
         "epsilon_lower": result.epsilon_lower,
-        "certified": result.certified,
-        "kind": CERTIFIED if result.certified else APPROXIMATION,
+        "certified": result.certified and result.epsilon is not None,
+        "kind": row_kind(result.certified, result.epsilon, result.notes),
         "order": result.order,
         "notes": list(result.notes),
         "details": dict(result.details),
@@ -37,8 +58,7 @@ EPSILON_COLUMNS = [
     Column("accountant", "accountant", justify="left"),
     Column("ε", "epsilon", show_upper),
     Column("lower bound", "epsilon_lower", show_lower),
-    Column("kind", "certified", lambda value: "certified" if value else "approximation",
-           justify="left"),
+    Column("kind", "kind", show_kind, justify="left"),
     Column("order α", "order", _order),
 ]
 
@@ -46,7 +66,7 @@ EPSILON_PLAIN = [Column("ε", "epsilon", plain_upper)]
 
 INPUT_LABELS = {"q": "q", "batch_size": "B", "dataset_size": "N", "sigma": "σ",
                 "steps": "steps", "delta": "δ", "epsilon": "ε", "k": "k", "max_batch_size": "M",
-                "model": None}
+                "model": None, "unit": None, "drop_last": None}
 
 __all__ = ["EPSILON_COLUMNS", "EPSILON_PLAIN", "INPUT_LABELS", "epsilon_record", "result_notes",
            "show_number"]

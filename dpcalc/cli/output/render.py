@@ -41,6 +41,7 @@ class Report:
     footnotes: list[str] = field(default_factory=list)
     input_labels: dict = field(default_factory=dict)
     budget: Any = None  # dpcalc.cli.output.budget.Budget when --max-epsilon was given
+    extra: dict = field(default_factory=dict)  # more top-level JSON keys (e.g. "alternatives")
 
 
 # --- JSON ---------------------------------------------------------------------------------
@@ -69,7 +70,8 @@ def json_text(payload: dict) -> str:
 
 
 def to_json(report: Report) -> str:
-    payload = {"command": report.command, "inputs": report.inputs, "results": report.results}
+    payload = {"command": report.command, "inputs": report.inputs, "results": report.results,
+               **report.extra}
     if report.budget is not None:
         payload["budget"] = report.budget.record()
     return json_text(payload)

@@ -5,7 +5,11 @@ rounded in the safe direction (upper bounds up, lower bounds down), 5 significan
 """
 from __future__ import annotations
 
-from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, FIXED, POISSON, REPLACE_ONE, SHUFFLE,
+from dpcalc.models.pipelines import CLIENT, EXAMPLE, UNIT_WORDS
+from dpcalc.params import batches_per_epoch
+from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_SAMPLINGS, FIXED,
+                                    ONCE_PER_EPOCH, POISSON,
+                                    REPLACE_ONE, SAMPLING_LABELS, SEQUENTIAL, SHUFFLE,
                                     SHUFFLE_ONCE, TRUNCATED_POISSON, ZERO_OUT)
 from dpcalc.cli.output.render import show_lower, show_upper
 
@@ -31,7 +35,14 @@ SAMPLER_WORDS = {
                   "batches and replayed in the same order every epoch",
     BALLS_IN_BINS: "balls-in-bins batches — each epoch every example is put in one of the ⌈N/B⌉ "
                    "steps, chosen uniformly and independently, so batch sizes vary",
+    SEQUENTIAL: "sequential batches — the N examples in the same known order every epoch, cut "
+                "into ⌈N/B⌉ consecutive batches (no shuffling)",
+    ONCE_PER_EPOCH: "once-per-epoch batches — each epoch every example is in exactly one of the "
+                    "⌈N/B⌉ consecutive batches, in an order that need not be a uniform "
+                    "permutation (e.g. a buffered shuffle)",
 }
+DROP_LAST_WORDS = ("the partial last batch is dropped: ⌊N/B⌋ batches per epoch, the N mod B "
+                   "examples left over unused that epoch")
 
 
 def _steps_lines(statement: dict) -> list[str]:
@@ -41,7 +52,13 @@ def _steps_lines(statement: dict) -> list[str]:
         rate = f"q = {phase['q']:.6g}"
         if phase.get("batch_size") is not None:
             rate = f"B = {phase['batch_size']} of N = {phase['dataset_size']} (q = B/N = {phase['q']:.6g})"
-        if phase.get("epochs") is not None:
+        if phase.get("epochs") is not None and phase["sampling"] in EPOCH_SAMPLINGS:
+            per_epoch = batches_per_epoch(phase["q"], phase.get("batch_size"),
+                                          phase.get("dataset_size"),
+                                          bool(statement.get("drop_last")))
+            how = (f"T = ⌈epochs × batches per epoch⌉ = ⌈{phase['epochs']:g} × {per_epoch}⌉ = "
+                   f"{phase['steps']} steps")
+        elif phase.get("epochs") is not None:
             if phase.get("batch_size") is not None:
                 how = (f"T = ⌈epochs·N/B⌉ = ⌈{phase['epochs']:g}·{phase['dataset_size']}/"
                        f"{phase['batch_size']}⌉ = {phase['steps']} steps")
@@ -97,8 +114,10 @@ def _caveats(statement: dict) -> list[str]:
     if POISSON in samplings:
         lines.append("- **Shuffling is not Poisson sampling.** These numbers hold only if every "
                      "batch was drawn by Poisson sampling (e.g. Opacus's DPDataLoader). A data "
-                     "loader that shuffles once per epoch and cuts fixed-size batches is a "
-                     "different sampler; no certificate here covers it (Chua et al. 2024).")
+                     "loader that shuffles once per epoch and cuts fixed-size batches (PyTorch's "
+                     "DataLoader(shuffle=True), tf.data's shuffle().batch()) is a different "
+                     "sampler: its certificate is `--pipeline torch-shuffle` (`--sampling "
+                     "shuffle`, zero-out adjacency), far wider (Chua et al. 2024).")
     if TRUNCATED_POISSON in samplings:
         lines.append("- **The lower bound is the analysis's, not the sampler's.** For truncated "
                      "Poisson sampling ε is bounded through a dominating pair that reveals whether "
@@ -106,13 +125,25 @@ def _caveats(statement: dict) -> list[str]:
                      "sampler's own ε may be below it.")
     if FIXED in samplings:
         lines.append("- **Shuffling is not independent fixed-size sampling.** These numbers hold "
-                     "if every batch was drawn afresh without replacement; a single shuffle per "
-                     "epoch cut into batches is a different sampler and is not covered.")
+                     "if every batch (or every round's set of clients) was drawn afresh without "
+                     "replacement; a single shuffle per epoch cut into batches is a different "
+                     "sampler (`--sampling shuffle`).")
     if samplings & {SHUFFLE, SHUFFLE_ONCE}:
         lines.append("- **No credit for shuffling.** The certified upper bounds treat every epoch "
                      "as one Gaussian mechanism on the example (no amplification by shuffling is "
                      "proven); the lower bounds come from an explicit attack (Chua et al. 2024). "
                      "The truth lies between them; only the upper bounds may be reported.")
+    if SEQUENTIAL in samplings:
+        lines.append("- **No shuffling, no amplification.** The examples come in the same known "
+                     "order every epoch: the figures are exact — an attacker who knows the order "
+                     "attains them (every other gradient 0, the example's +C every epoch). "
+                     "Shuffling or Poisson sampling would lower ε.")
+    if ONCE_PER_EPOCH in samplings:
+        lines.append("- **A buffered shuffle is not a uniform permutation.** The upper bounds use "
+                     "only that each example is in one step per epoch (no amplification); the "
+                     "lower bounds come from an attack that works for any order (Chua et al. "
+                     "2024). The truth lies between them; only the upper bounds may be "
+                     "reported.")
     if BALLS_IN_BINS in samplings:
         lines.append("- **Balls-in-bins is not shuffling.** These numbers hold only if every "
                      "example was put in a uniformly chosen step of each epoch, independently of "
@@ -121,41 +152,122 @@ def _caveats(statement: dict) -> list[str]:
     lines.append("- **Hyper-parameter tuning is not covered.** Only this training run is "
                  "accounted for; tuning runs, repeated runs and model selection on the same data "
                  "spend more privacy (Papernot & Steinke 2022).")
-    lines.append("- **Per-example, not per-user.** The unit of privacy is one training example. "
-                 "A person with k examples is protected as a group of k (weaker): see "
-                 "`dpcalc group --k K`, or sample and clip per user.")
+    unit = statement.get("unit", EXAMPLE)
+    if unit == EXAMPLE:
+        lines.append("- **Per-example, not per-user.** The unit of privacy is one training "
+                     "example. A person with k examples is protected as a group of k (weaker): "
+                     "see `dpcalc group --k K`, or sample and clip per user (`--unit user`).")
+    elif unit == CLIENT:
+        lines.append("- **Per-client.** The unit of privacy is one client: the numbers hold if "
+                     "the server sampled clients as stated and clipped each client's whole "
+                     "update as one record, noise added to their sum; every example of a "
+                     "client is then protected together.")
+    else:
+        lines.append("- **Per-user.** The unit of privacy is one user: the numbers hold if each "
+                     "record of the run holds all of one person's data, sampled and clipped as "
+                     "one.")
     lines.append("- The guarantee covers the released model(s) only if nothing else computed "
                  "from the training data (checkpoints selected on it, statistics, logs) is "
                  "released outside the accounting.")
     return lines
 
 
-def statement_markdown(statement: dict) -> str:
-    """The statement as Markdown, from the dict the report command assembles."""
-    eps = statement["epsilon"]
-    lines = ["# Differential privacy statement", "",
-             f"Training ran DP-SGD (Gaussian noise, per-example clipping) for {statement['steps']} "
-             f"steps. It satisfies (ε, δ)-differential privacy with **ε = {show_upper(eps['upper'])}** "
-             f"at **δ = {statement['delta']:g}** (certified upper bound; the true ε is at least "
-             f"{show_lower(eps['lower'])}).", "",
-             "## Model of the guarantee", "",
-             "- Unit of privacy: one training example (example-level DP).",
+def _headline(statement: dict) -> list[str]:
+    """The claim: ε at δ for the model, or — where the model has no certificate — that, and
+    the nearest certified model's figure labelled as such."""
+    eps, steps, delta = statement["epsilon"], statement["steps"], statement["delta"]
+    if statement.get("certified", True):
+        return [f"Training ran DP-SGD (Gaussian noise, per-example clipping) for {steps} steps. "
+                f"It satisfies (ε, δ)-differential privacy with **ε = {show_upper(eps['upper'])}"
+                f"** at **δ = {delta:g}** (certified upper bound; the true ε is at least "
+                f"{show_lower(eps['lower'])})."]
+    lines = [f"Training ran DP-SGD (Gaussian noise, per-example clipping) for {steps} steps. "
+             f"**No certificate exists for this model**: "
+             f"{statement['not_applicable'].removeprefix('not applicable: ')}."]
+    nearest = statement.get("nearest_model")
+    if nearest is not None:
+        lines += ["", f"Under the nearest model with a certificate — {nearest['adjacency']} "
+                  f"adjacency, the same run — it satisfies (ε, δ)-differential privacy with "
+                  f"ε ≤ {show_upper(nearest['epsilon_upper'])} at δ = {delta:g} (certified "
+                  f"upper bound for {nearest['adjacency']}; the true ε there is at least "
+                  f"{show_lower(nearest['epsilon_lower'])}). This is a statement for "
+                  f"{nearest['adjacency']} adjacency, not for {statement['adjacency']}: "
+                  f"{nearest['why']}."]
+    return lines
+
+
+def _accounting_lines(statement: dict) -> list[str]:
+    eps, delta = statement["epsilon"], statement["delta"]
+    if statement.get("certified", True):
+        return [f"- Accountant: {statement['accountant']}. Certificate: certified upper bound "
+                "on ε with a certified lower bound (the true ε lies between them).",
+                f"- ε ∈ [{show_lower(eps['lower'])}, {show_upper(eps['upper'])}] at δ = "
+                f"{delta:g}."]
+    nearest = statement.get("nearest_model")
+    lines = ["- Certificate: none for this model (not applicable)."]
+    if nearest is not None:
+        lines.append(f"- Under {nearest['adjacency']} adjacency (the nearest certified model, "
+                     f"not this one): ε ∈ [{show_lower(nearest['epsilon_lower'])}, "
+                     f"{show_upper(nearest['epsilon_upper'])}] at δ = {delta:g}.")
+    return lines
+
+
+def _price_lines(statement: dict) -> list[str]:
+    """What the pipeline costs: the same run's certified ε under Poisson and balls-in-bins."""
+    found = statement.get("alternatives") or []
+    if not found:
+        return []
+    lines = ["## What the data pipeline costs", "",
+             f"The same run (same B, N, σ and steps or epochs; {found[0]['adjacency']} "
+             "adjacency) under other samplers — each figure a certificate for its own sampler "
+             "only, not for this run:", ""]
+    for item in found:
+        lines.append(f"- {SAMPLING_LABELS[item['sampling']].split(' (')[0]}: ε ≤ "
+                     f"{show_upper(item['epsilon_upper'])} at δ = {statement['delta']:g} "
+                     f"(at least {show_lower(item['epsilon_lower'])}; {item['steps']} steps).")
+    return lines + [""]
+
+
+def _model_lines(statement: dict) -> list[str]:
+    unit = statement.get("unit", EXAMPLE)
+    lines = [f"- Unit of privacy: {UNIT_WORDS.get(unit, unit)}.",
              f"- Neighbouring datasets: {ADJACENCY_WORDS[statement['adjacency']]}."]
     for sampling in statement["samplings"]:
-        lines.append(f"- Sampler: {SAMPLER_WORDS[sampling]}.")
-    lines += ["- The numbers apply to a run that used exactly this sampler and neighbouring "
-              "relation; for another sampler they are not a certificate.", "",
-              "## Run", "", *_steps_lines(statement), "",
-              "## Accounting", "",
-              f"- Accountant: {statement['accountant']}. Certificate: certified upper bound on ε "
-              "with a certified lower bound (the true ε lies between them).",
-              f"- ε ∈ [{show_lower(eps['lower'])}, {show_upper(eps['upper'])}] at δ = "
-              f"{statement['delta']:g}.",
-              f"- {_delta_check(statement)}", "",
-              "## What this means for an attacker", "",
-              "Certified bounds for the strongest attacker, who knows every other example "
-              "(upper bounds are safe to report; lower bounds show how tight they are):", "",
-              *_risk_lines(statement["risk"]), "",
-              "## Caveats", "", *_caveats(statement), "",
-              f"_Generated by dpcalc {statement['version']}: `{statement['command_line']}`._"]
+        lines.append(f"- Sampler: {SAMPLER_WORDS[sampling]}"
+                     f"{'; ' + DROP_LAST_WORDS if statement.get('drop_last') else ''}.")
+    pipeline = statement.get("pipeline")
+    if pipeline:
+        lines.append(f"- Data pipeline: `{pipeline['name']}` — {pipeline['what']}: "
+                     f"{pipeline['why']}"
+                     f"{'; ' + pipeline['adjacency_note'] if pipeline.get('adjacency_note') else ''}.")
+    return lines
+
+
+def _risk_section(statement: dict) -> list[str]:
+    risk = statement["risk"]
+    if statement.get("certified", True) or not risk or "nearest_model" not in risk[0]:
+        return ["Certified bounds for the strongest attacker, who knows every other example "
+                "(upper bounds are safe to report; lower bounds show how tight they are):", "",
+                *_risk_lines(risk)]
+    adjacency = risk[0]["nearest_model"]["adjacency"]
+    shown = [{**record, "upper": record["nearest_model"]["upper"],
+              "lower": record["nearest_model"]["lower"]} for record in risk]
+    return [f"No certified figures for this model. Under {adjacency} adjacency (the nearest "
+            "certified model, not this one), for the strongest attacker:", "",
+            *_risk_lines(shown)]
+
+
+def statement_markdown(statement: dict) -> str:
+    """The statement as Markdown, from the dict the report command assembles."""
+    lines = ["# Differential privacy statement", "", *_headline(statement), "",
+             "## Model of the guarantee", "", *_model_lines(statement),
+             "- The numbers apply to a run that used exactly this sampler and neighbouring "
+             "relation; for another sampler they are not a certificate.", "",
+             "## Run", "", *_steps_lines(statement), "",
+             "## Accounting", "", *_accounting_lines(statement),
+             f"- {_delta_check(statement)}", "",
+             "## What this means for an attacker", "", *_risk_section(statement), "",
+             *_price_lines(statement),
+             "## Caveats", "", *_caveats(statement), "",
+             f"_Generated by dpcalc {statement['version']}: `{statement['command_line']}`._"]
     return "\n".join(lines) + "\n"
