@@ -69,11 +69,11 @@ _EXPORTS = {
     "ADJACENCIES": "dpcalc.models.samplers",
     "PrivacyAccountant": "dpcalc.training.accountant",
     "OpacusAccountant": "dpcalc.training.opacus",
-    "PoissonSampler": "dpcalc.models.batch_samplers",
-    "FixedSizeSampler": "dpcalc.models.batch_samplers",
-    "TruncatedPoissonSampler": "dpcalc.models.batch_samplers",
-    "ShuffleSampler": "dpcalc.models.batch_samplers",
-    "BallsInBinsSampler": "dpcalc.models.batch_samplers",
+    "PoissonSampler": "dpcalc.pipelines.batch_samplers",
+    "FixedSizeSampler": "dpcalc.pipelines.batch_samplers",
+    "TruncatedPoissonSampler": "dpcalc.pipelines.batch_samplers",
+    "ShuffleSampler": "dpcalc.pipelines.batch_samplers",
+    "BallsInBinsSampler": "dpcalc.pipelines.batch_samplers",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -14,7 +14,7 @@ from dpcalc import get_accountant
 from dpcalc.accountants.epoch_samplers import steps_per_epoch
 from dpcalc.cli.app import app
 from dpcalc.errors import DpcalcError
-from dpcalc.models.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
+from dpcalc.pipelines.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
                                           ShuffleSampler, TruncatedPoissonSampler)
 from dpcalc.models.schedule import Schedule
 from tests.conftest import cli_runner
@@ -113,7 +113,7 @@ def test_samplers_are_exported_from_dpcalc():
     for name in ("PoissonSampler", "FixedSizeSampler", "TruncatedPoissonSampler",
                  "ShuffleSampler", "BallsInBinsSampler"):
         assert name in dpcalc.__all__ and getattr(dpcalc, name).__module__ == \
-            "dpcalc.models.batch_samplers"
+            "dpcalc.pipelines.batch_samplers"
 
 
 def test_a_run_in_parts_composes_the_samplers_phases():

@@ -1,4 +1,4 @@
-"""The library batch samplers draw the law of the model they name (dpcalc.models.batch_samplers).
+"""The library batch samplers draw the law of the model they name (dpcalc.pipelines.batch_samplers).
 
 Every statistical test runs on a fixed seed at significance level ALPHA = 1e-3: a correct sampler
 fails it for a fraction ALPHA of seeds. Each docstring names the alternative the test detects and
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, binomtest, chi2
 
-from dpcalc.models.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
+from dpcalc.pipelines.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
                                           ShuffleSampler, TruncatedPoissonSampler)
 from dpcalc.models.truncated import contained_rate
 

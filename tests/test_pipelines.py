@@ -14,7 +14,7 @@ from scipy.stats import norm
 
 from dpcalc.cli.app import app
 from dpcalc.cli.pipelines.command import markdown_table
-from dpcalc.models.pipelines import PIPELINE_NAMES, PIPELINES, get_pipeline
+from dpcalc.pipelines.names import PIPELINE_NAMES, PIPELINES, get_pipeline
 from tests.conftest import cli_runner, run_dpcalc
 
 runner = cli_runner()

@@ -264,8 +264,10 @@ def epoch_upper(phase: Phase, delta: float) -> tuple[float, str, str]:
     """(certified upper ε at ``delta``, its source, its method): the smaller of the certified
     upper bounds that apply — the value `dpcalc epsilon` reports."""
     mu, epochs = upper_mu(phase)
-    upper = min(gdp_epsilon(delta, mu), mixture_epsilon(
-        delta, epoch_count_law(phase), sensitivity(phase) / phase.noise_multiplier))
+    law = epoch_count_law(phase)
+    upper = gdp_epsilon(delta, mu)  # the E-fold Gaussian; Prop. 1's mixture where K varies
+    if len(law) > 1:
+        upper = min(upper, mixture_epsilon(delta, law, sensitivity(phase) / phase.noise_multiplier))
     source, method = _gaussian_method(phase)
     allocation = _allocation(phase, delta)
     if allocation is not None:

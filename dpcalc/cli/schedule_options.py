@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dpcalc.models.pipelines import UNIT_WORDS, resolve_model
+from dpcalc.pipelines.names import UNIT_WORDS, resolve_model
 from dpcalc.models.samplers import (EPOCH_SAMPLINGS, FIXED, TRUNCATED_POISSON, model_label,
                                     parse_sampling)
 from dpcalc.models.schedule import Phase, Schedule
@@ -156,7 +156,7 @@ def build_schedule(q, batch_size, dataset_size, sigma, steps, epochs, phases: li
     """Validate the flags of one run (or of its phases) into a Schedule. ``with_sigma``
     False (calibration): no σ is given; the schedule carries a placeholder σ.
     ``max_batch_size`` (M) is for truncated-poisson runs, which also need N. ``pipeline``
-    (models/pipelines.py) sets the sampler, the default adjacency, unit and drop_last;
+    (pipelines/names.py) sets the sampler, the default adjacency, unit and drop_last;
     sampling/adjacency/unit None: not given (the pipeline's, else poisson, add-remove,
     example)."""
     chosen = resolve_model(pipeline, sampling, adjacency, unit, drop_last)

@@ -1,7 +1,7 @@
 """The DP-SGD loop of Abadi et al. 2016 (Algorithm 1) and its non-private baseline.
 
 One step: sample a batch (``batch_sampler``: the library samplers of
-dpcalc.models.batch_samplers, Poisson at rate q = B/N, fixed-size, shuffled epochs or
+dpcalc.pipelines.batch_samplers, Poisson at rate q = B/N, fixed-size, shuffled epochs or
 balls-in-bins), clip every per-example gradient to global L2 norm C, sum, add
 N(0, σ²C² I), divide by the expected batch size B, and take an SGD step (optional
 momentum). Audit canaries placed in shuffled epochs (dpcalc.audit) have their own
@@ -21,7 +21,7 @@ import numpy as np
 from dpcalc.dpsgd.data import Split
 from dpcalc.dpsgd.models import ACTIVATIONS, Params, SoftmaxModel, build_model
 from dpcalc.errors import DpcalcError
-from dpcalc.models.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
+from dpcalc.pipelines.batch_samplers import (BallsInBinsSampler, FixedSizeSampler, PoissonSampler,
                                           ShuffleSampler, fixed_batch, poisson_batch,
                                           shuffled_epoch)
 from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_range,
@@ -176,7 +176,7 @@ def noisy_average(clipped_sum: Params, noise_multiplier: float, clip_norm: float
                  for summed in clipped_sum)
 
 
-# The library's draws (dpcalc.models.batch_samplers), under the names this module exported.
+# The library's draws (dpcalc.pipelines.batch_samplers), under the names this module exported.
 sample_poisson_batch = poisson_batch
 sample_fixed_batch = fixed_batch
 
@@ -198,7 +198,7 @@ def placed_epoch_batches(n_examples: int, extra: int, batch_size: int,
 
 def batch_sampler(config: TrainingConfig, n_train: int,
                   seed: np.random.SeedSequence | int | None = None):
-    """The library sampler (dpcalc.models.batch_samplers) that draws this run's batches:
+    """The library sampler (dpcalc.pipelines.batch_samplers) that draws this run's batches:
     ``planned_steps`` of them under ``config.sampling``, B = ``config.batch_size``; its
     ``schedule(σ, adjacency)`` is the run's model. ``seed``: the sampling stream (default:
     the one ``train_dp_sgd`` draws from for ``config.seed``)."""

@@ -16,7 +16,7 @@ import typer
 from dpcalc.accountants.evaluate import epsilon_curves, epsilon_results
 from dpcalc.accountants.registry import accountant_names, get_accountant
 from dpcalc.accountants.result import EpsilonResult, interval_text
-from dpcalc.models.pipelines import resolve_model
+from dpcalc.pipelines.names import resolve_model
 from dpcalc.models.samplers import DROP_LAST_SAMPLINGS, EPOCH_SAMPLINGS, TRUNCATED_POISSON
 from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.cli import options as opt
@@ -215,7 +215,7 @@ def _nearest_lines(sweep: Sweep, per_point: list[list[dict]]) -> list[str]:
 
 def _resolve(given: RunFlags):
     """(sampling text for the sweep, adjacency, the resolved model): --pipeline sets the
-    sampler (one), the default adjacency, unit and drop_last (models/pipelines.py)."""
+    sampler (one), the default adjacency, unit and drop_last (pipelines/names.py)."""
     if given.pipeline is None:
         chosen = resolve_model(None, None, given.adjacency, given.unit, given.drop_last)
         return given.sampling or "poisson", chosen.adjacency, chosen

@@ -5,7 +5,7 @@ rounded in the safe direction (upper bounds up, lower bounds down), 5 significan
 """
 from __future__ import annotations
 
-from dpcalc.models.pipelines import CLIENT, EXAMPLE, UNIT_WORDS
+from dpcalc.pipelines.names import CLIENT, EXAMPLE, UNIT_WORDS
 from dpcalc.params import batches_per_epoch
 from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_SAMPLINGS, FIXED,
                                     ONCE_PER_EPOCH, POISSON,

@@ -1,5 +1,5 @@
 """`dpcalc pipelines`: every named pipeline, what it is and the model it maps to — the table
-``--pipeline`` reads (models/pipelines.py), and the README's "Which --sampling is my
+``--pipeline`` reads (pipelines/names.py), and the README's "Which --sampling is my
 pipeline?" table (markdown_table; tests/test_pipelines.py checks the README against it)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 from dpcalc.cli import options as opt
 from dpcalc.cli.output.render import OutputFormat, json_text
-from dpcalc.models.pipelines import PIPELINES, UNIT_WORDS
+from dpcalc.pipelines.names import PIPELINES, UNIT_WORDS
 
 
 def markdown_table() -> str:
