@@ -114,3 +114,24 @@ def test_cli_claim_and_run_together_are_refused():
     assert done.returncode == 2 and "not both" in done.stderr
     done = _risk("--q", "0.01", "--sigma", "1", "--steps", "10", "--delta", "1e-5")
     assert done.returncode == 2 and "--delta" in done.stderr
+
+
+def test_report_states_a_claim_with_the_claims_bounds():
+    done = subprocess.run([sys.executable, "-m", "dpcalc", "report", "--epsilon", "2",
+                           "--delta", "1e-6", "--fpr", "0.01"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    expected = claim_figures(2.0, 1e-6, [0.01])[0].upper  # e^2·0.01 + 1e-6
+    assert "# What an (ε, δ) claim means for an attacker" in done.stdout
+    assert "A claim, not a run" in done.stdout
+    line = next(line for line in done.stdout.splitlines() if "FPR 0.01:" in line)
+    shown = float(line.split("TPR ≤ ")[1].split(" ")[0])
+    assert expected <= shown <= expected * (1 + 1e-4)  # rounded up, 5 digits
+    data = json.loads(subprocess.run([sys.executable, "-m", "dpcalc", "report", "--epsilon", "2",
+                                      "--delta", "1e-6", "-f", "json"], capture_output=True,
+                                     text=True, check=True).stdout)
+    assert data["results"][0]["kind"] == "bound for the claim"
+    assert data["inputs"]["claim"] == {"epsilon": 2.0, "delta": 1e-6}
+    refused = subprocess.run([sys.executable, "-m", "dpcalc", "report", "--epsilon", "2", "--q",
+                              "0.01", "--sigma", "1", "--steps", "10"], capture_output=True,
+                             text=True)
+    assert refused.returncode == 2 and "not both" in refused.stderr

@@ -12,12 +12,12 @@ from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.render import OutputFormat, json_text, plain_upper
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.risk import (BASELINE, FPR, PRIOR, RISK_TOLERANCE, nearest_risk,
-                             not_applicable_records, parse_fprs, risk_records)
+from dpcalc.cli.risk import (BASELINE, CLAIM_EPSILON, FPR, PRIOR, RISK_TOLERANCE, claim_report,
+                             nearest_risk, not_applicable_records, parse_fprs, risk_records)
 from dpcalc.cli.output.records import row_kind
 from dpcalc.cli.pipelines.price import alternatives
 from dpcalc.cli.schedule_options import _phase_fields
-from dpcalc.cli.output.statement import statement_markdown
+from dpcalc.cli.output.statement import claim_markdown, statement_markdown
 from dpcalc.params import check_delta, check_range
 
 
@@ -65,6 +65,7 @@ def report_command(
     prior: str = PRIOR,
     baseline: Optional[str] = BASELINE,
     tolerance: str = RISK_TOLERANCE,
+    epsilon: Optional[str] = CLAIM_EPSILON,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
     """A reviewer-ready privacy statement in Markdown (--format json: the same figures and
@@ -74,9 +75,13 @@ def report_command(
     that apply. --pipeline names your loader (`dpcalc pipelines`); clients: --pipeline
     flower (m of M clients per round, --unit client). Where the model has no certificate
     (shuffled batches under add/remove) the statement says so and gives the nearest
-    certified model's figures, labelled as such."""
+    certified model's figures, labelled as such. A paper's (ε, δ) alone: --epsilon E --delta D
+    (no run flags) gives what the claim allows an attacker."""
     from dpcalc.risk.bounds import risk_bounds
 
+    if epsilon is not None:
+        _claim_report(given, epsilon, delta, fpr, prior, baseline, output_format)
+        return
     run = given.schedule()
     target_delta = check_delta(delta)
     fprs = parse_fprs(fpr)
@@ -142,6 +147,34 @@ def report_command(
                                     "results": [record], "alternatives": priced}) + "\n")
     elif output_format == OutputFormat.plain:
         sys.stdout.write(plain_upper(result.epsilon) + "\n")
+    else:
+        sys.stdout.write(markdown)
+
+
+def _claim_report(given: RunFlags, epsilon, delta, fpr, prior, baseline,
+                  output_format: OutputFormat) -> None:
+    """`report --epsilon E --delta D`: the statement of an (ε, δ) claim without a run."""
+    fprs = parse_fprs(fpr)
+    prior_value = check_range(prior, "--prior", 0.0, 1.0, what="probability")
+    kappa = None if baseline is None else check_range(baseline, "--baseline", 1e-12, 1.0,
+                                                      low_open=False, what="probability κ")
+    table = claim_report(given, epsilon, delta, fprs, prior_value, kappa)
+    claim = table.inputs["claim"]
+    command_line = _command_line({"--epsilon": f"{claim['epsilon']:g}",
+                                  "--delta": f"{claim['delta']:g}",
+                                  "--fpr": ",".join(f"{value:g}" for value in fprs),
+                                  "--prior": f"{prior_value:g}",
+                                  "--baseline": None if kappa is None else f"{kappa:g}"})
+    markdown = claim_markdown(claim["epsilon"], claim["delta"], table.results, __version__,
+                              command_line)
+    if output_format == OutputFormat.json:
+        record = {"accountant": "claim", "epsilon": claim["epsilon"], "delta": claim["delta"],
+                  "certified": True, "kind": "bound for the claim", "risk": table.results,
+                  "notes": [], "markdown": markdown}
+        sys.stdout.write(json_text({"command": "report", "inputs": table.inputs,
+                                    "results": [record]}) + "\n")
+    elif output_format == OutputFormat.plain:
+        sys.stdout.write(f"{claim['epsilon']:g}\n")
     else:
         sys.stdout.write(markdown)
 

@@ -132,9 +132,10 @@ _dpcalc() {
                 --prior) return ;;
                 --baseline) return ;;
                 --tolerance) return ;;
+                --epsilon|-e) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
