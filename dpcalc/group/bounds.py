@@ -26,8 +26,8 @@ import numpy as np
 
 from dpcalc.pb.buckets import DEFAULT_TOLERANCE, epsilon_bounds
 from dpcalc.group.pairs import (DEFAULT_METHODS, GROUP_CONVERSION, METHODS, PB, RDP_GROUP,
-                                RDP_OVERAPPROX, SEED, GroupSetting, mixture_specs, pb_epsilon,
-                                seed_epsilon)
+                                RDP_OVERAPPROX, SEED, GroupSetting, mixture_specs,
+                                overapprox_parameters, pb_epsilon, seed_epsilon)
 from dpcalc.pb.profiles import UpperProfile, upper_profiles
 from dpcalc.accountants.rdp import rdp_subsampled_gaussian
 from dpcalc.accountants.rdp_accountants import step_rdp
@@ -48,21 +48,6 @@ _CURVE_WIDTH_NATS = 1e-3  # a figure's curves: kε₁ moves by ~1e-4·k at most
 
 
 # ------------------------------------------------------------------ rdp-overapprox
-def overapprox_parameters(setting: GroupSetting) -> tuple[float, float]:
-    """(q′, σ/(s·k)) of the seed's over-approximation, each rounded to the safe side.
-
-    q′ = max over the model's mixtures of P[J ≥ 1] (summed from the weights, no
-    cancellation) rounded up; σ/(s·k) rounded down (RDP grows in q and falls in σ)."""
-    specs = mixture_specs(setting)
-    rate = max(float(np.sum(spec.weights[1:])) for spec in specs)
-    sigma = setting.noise_multiplier / (specs[0].shift * setting.k)
-    if setting.k > 1:
-        rate = min(1.0, rate * (1.0 + 1e-13))
-    if setting.k > 1 or specs[0].shift != 1.0:
-        sigma = float(np.nextafter(sigma, 0.0))
-    return rate, sigma
-
-
 def rdp_overapprox_epsilon(setting: GroupSetting, delta: float,
                            orders: Sequence[float] = DEFAULT_ORDERS) -> EpsilonResult:
     """ε of the seed's over-approximation for the model's pair (module doc)."""
