@@ -10,7 +10,7 @@ from dpcalc.accountants.registry import resolve_names
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.output.records import APPROXIMATION, CERTIFIED, INPUT_LABELS
+from dpcalc.cli.output.records import INPUT_LABELS, KIND_COLUMN, kind_of
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
@@ -29,7 +29,7 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
     accountant = make_accountant(name)
     record = {"accountant": name, "delta": None, "delta_upper": None, "delta_lower": None,
               "certified": accountant.certified,
-              "kind": CERTIFIED if accountant.certified else APPROXIMATION, "notes": []}
+              "kind": kind_of(accountant.certified), "notes": []}
     reason = accountant.not_applicable(schedule)
     if reason is not None:
         record["notes"].append(reason)
@@ -44,8 +44,13 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
             record.update(delta=value, delta_upper=value if accountant.certified else None)
     except DpcalcError:
         raise
-    except (ArithmeticError, ValueError, MemoryError) as error:
-        record["notes"].append(f"failed: {type(error).__name__}: {error}")
+    except Exception as error:  # failed inside: a row of kind "error", never a number
+        from dpcalc.accountants.evaluate import failed_result
+
+        failed = failed_result(name, error)
+        record.update(delta=None, delta_upper=None, delta_lower=None, certified=False,
+                      kind=kind_of(False, failed=True))
+        record["notes"].extend(failed.notes)
     return record
 
 
@@ -53,8 +58,7 @@ DELTA_COLUMNS = [
     Column("accountant", "accountant", justify="left"),
     Column("δ", "delta", show_upper),
     Column("lower bound", "delta_lower", show_lower),
-    Column("kind", "certified", lambda value: "certified" if value else "approximation",
-           justify="left"),
+    KIND_COLUMN,
 ]
 
 

@@ -171,6 +171,7 @@ def risk_command(
 
         check_plot_path(plot)
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
+    opt.warn_plot_only(plot, log_axes=log_axes)
     with waiting("risk: composing"):
         bounds = risk_bounds(run.schedule, fprs, prior_value, kappa, tolerance=tol)
     records = risk_records(bounds)

@@ -2,10 +2,25 @@
 from __future__ import annotations
 
 from dpcalc.accountants.result import EpsilonResult
-from dpcalc.cli.output.render import Column, plain_upper, show_lower, show_number, show_upper
+from dpcalc.cli.output.render import (ERROR, Column, plain_upper, show_lower, show_number,
+                                      show_upper)
 
 CERTIFIED = "certified upper bound"
 APPROXIMATION = "approximation"
+# kind → the kind column's word; ERROR: the accountant failed inside (a bug, no answer)
+SHORT_KINDS = {CERTIFIED: "certified", APPROXIMATION: "approximation", ERROR: ERROR}
+
+
+def kind_of(certified: bool, failed: bool = False) -> str:
+    """A record's "kind": certified upper bound, approximation, or error."""
+    return ERROR if failed else CERTIFIED if certified else APPROXIMATION
+
+
+def short_kind(kind) -> str:
+    return SHORT_KINDS.get(kind, "" if kind is None else str(kind))
+
+
+KIND_COLUMN = Column("kind", "kind", short_kind, justify="left")
 
 
 def result_notes(results: list[EpsilonResult]) -> list[str]:
@@ -22,7 +37,7 @@ def epsilon_record(result: EpsilonResult) -> dict:
         "epsilon_upper": result.epsilon_upper,
         "epsilon_lower": result.epsilon_lower,
         "certified": result.certified,
-        "kind": CERTIFIED if result.certified else APPROXIMATION,
+        "kind": kind_of(result.certified, result.failed),
         "order": result.order,
         "notes": list(result.notes),
         "details": dict(result.details),
@@ -37,8 +52,7 @@ EPSILON_COLUMNS = [
     Column("accountant", "accountant", justify="left"),
     Column("ε", "epsilon", show_upper),
     Column("lower bound", "epsilon_lower", show_lower),
-    Column("kind", "certified", lambda value: "certified" if value else "approximation",
-           justify="left"),
+    KIND_COLUMN,
     Column("order α", "order", _order),
 ]
 
@@ -48,5 +62,5 @@ INPUT_LABELS = {"q": "q", "batch_size": "B", "dataset_size": "N", "sigma": "σ",
                 "steps": "steps", "delta": "δ", "epsilon": "ε", "k": "k", "max_batch_size": "M",
                 "model": None}
 
-__all__ = ["EPSILON_COLUMNS", "EPSILON_PLAIN", "INPUT_LABELS", "epsilon_record", "result_notes",
-           "show_number"]
+__all__ = ["EPSILON_COLUMNS", "EPSILON_PLAIN", "INPUT_LABELS", "KIND_COLUMN", "epsilon_record",
+           "kind_of", "result_notes", "short_kind", "show_number"]
