@@ -142,6 +142,18 @@ def check_positive(value, flag: str, what: str = "") -> float:
     return number
 
 
+def check_nonnegative_or_inf(value, flag: str) -> float:
+    """A number >= 0, where +inf is allowed (e.g. "no finite ε")."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == math.inf:
+        return math.inf
+    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
+        return math.inf
+    number = _number(value, flag, ">= 0 (or inf)")
+    if not number >= 0.0:
+        raise DpcalcError(f"{flag} must be >= 0 (or inf); got {_show(value)}")
+    return number
+
+
 def check_nonnegative(value, flag: str) -> float:
     """A finite number >= 0."""
     number = _number(value, flag, ">= 0")

@@ -1,7 +1,7 @@
 """Run several accountants on one schedule; one failing accountant is reported, not fatal.
 
 An accountant that fails inside — any exception but DpcalcError (bad input, raised as it
-is) — gives an :class:`EpsilonResult` with ``error`` set ("Type: message"), ε None,
+is), or an InvalidResult (a NaN it computed) — gives an :class:`EpsilonResult` with ``error`` set ("Type: message"), ε None,
 ``certified`` False and a note "internal error: …": never a number, never labelled
 certified. The CLI shows it as kind "error" and exits with its internal-error code when
 it is the accountant whose ε the command reports (cli/app.py, cli/output/records.py).
@@ -14,7 +14,7 @@ from typing import Callable
 from dpcalc.accountants.registry import get_accountant
 from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.schedule import Schedule
-from dpcalc.errors import DpcalcError, InconsistentBounds
+from dpcalc.errors import DpcalcError, InconsistentBounds, InvalidResult
 from dpcalc.params import check_callable, check_items, check_positive, shown
 
 # Constructor options each accountant understands.
@@ -23,6 +23,8 @@ _OPTIONS = {"pb": ("tolerance", "start_tolerance")}
 
 def make_accountant(name: str, **options):
     """The accountant ``name`` with the options it takes (the others are ignored)."""
+    if not isinstance(name, str):
+        return get_accountant(name)  # raises the one-line error naming the valid names
     wanted = {key: value for key, value in options.items()
               if key in _OPTIONS.get(name, ()) and value is not None}
     return get_accountant(name, **wanted)
@@ -68,6 +70,8 @@ def epsilon_curves(names: list[str], schedules: list[Schedule], delta: float,
     for name, accountant in zip(names, accountants):
         try:
             columns.append(accountant.epsilon_curve(schedules, delta, on_done, map_points))
+        except InvalidResult:  # the accountant computed a non-result (NaN ε): point by point
+            columns.append([_one(accountant, name, schedule, delta) for schedule in schedules])
         except DpcalcError:
             raise
         except InconsistentBounds as error:  # a bug: shown on every point, never papered over
@@ -89,6 +93,8 @@ def _one(accountant, name: str, schedule: Schedule, delta: float) -> EpsilonResu
     """One schedule's result, or the failure as a row of its own."""
     try:
         return accountant.epsilon(schedule, delta)
+    except InvalidResult as error:  # computed, not given: a failure inside
+        return failed_result(name, error)
     except DpcalcError:
         raise
     except Exception as error:

@@ -8,6 +8,7 @@ from importlib import import_module
 
 from dpcalc.accountants.base import Accountant
 from dpcalc.errors import DpcalcError
+from dpcalc.params import shown
 
 # name -> "module:Class"; order is the display order of `--accountant all`.
 _ACCOUNTANTS: dict[str, str] = {
@@ -32,11 +33,19 @@ def get_accountant(name: str, **options) -> Accountant:
     """A fresh accountant for ``name``; ``options`` go to its constructor."""
     try:
         target = _ACCOUNTANTS[name]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: an unhashable name ([], {})
         valid = ", ".join([*_ACCOUNTANTS, "all"])
-        raise DpcalcError(f"--accountant must be one of {valid}; got {name!r}") from None
+        raise DpcalcError(f"--accountant must be one of {valid}; got {shown(name)}") from None
     module_name, class_name = target.split(":")
-    return getattr(import_module(module_name), class_name)(**options)
+    accountant_class = getattr(import_module(module_name), class_name)
+    from inspect import signature
+
+    try:
+        signature(accountant_class).bind(**options)
+    except TypeError:  # an option this accountant does not take
+        raise DpcalcError(f"the {name} accountant takes no option "
+                          f"{', '.join(sorted(options))}") from None
+    return accountant_class(**options)
 
 
 def resolve_names(requested: list[str] | None) -> list[str]:

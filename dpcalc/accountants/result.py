@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import InvalidResult
 from dpcalc.params import shown
 
 
@@ -17,7 +17,7 @@ def _bound(value, name: str) -> float | None:
     except (TypeError, ValueError, OverflowError):
         number = math.nan
     if not number >= 0.0:  # NaN and negatives alike
-        raise DpcalcError(f"EpsilonResult {name} must be None or a number >= 0 (inf allowed); "
+        raise InvalidResult(f"EpsilonResult {name} must be None or a number >= 0 (inf allowed); "
                           f"got {shown(value)}")
     return number
 
@@ -49,12 +49,12 @@ class EpsilonResult:
     def __post_init__(self) -> None:
         set_field = object.__setattr__
         if not isinstance(self.accountant, str) or not self.accountant:
-            raise DpcalcError(f"EpsilonResult accountant must be a name; got {shown(self.accountant)}")
+            raise InvalidResult(f"EpsilonResult accountant must be a name; got {shown(self.accountant)}")
         set_field(self, "epsilon", _bound(self.epsilon, "epsilon"))
         set_field(self, "epsilon_lower", _bound(self.epsilon_lower, "epsilon_lower"))
         if not isinstance(self.certified, bool):
             if type(self.certified).__name__ != "bool_":  # numpy's
-                raise DpcalcError(f"EpsilonResult certified must be True or False; got "
+                raise InvalidResult(f"EpsilonResult certified must be True or False; got "
                                   f"{shown(self.certified)}")
             set_field(self, "certified", bool(self.certified))
         if self.order is not None:
@@ -62,14 +62,14 @@ class EpsilonResult:
             set_field(self, "order", order)
         if isinstance(self.notes, str) or not isinstance(self.notes, (tuple, list)) or not all(
                 isinstance(note, str) for note in self.notes):
-            raise DpcalcError(f"EpsilonResult notes must be a tuple of text lines; got "
+            raise InvalidResult(f"EpsilonResult notes must be a tuple of text lines; got "
                               f"{shown(self.notes)}")
         set_field(self, "notes", tuple(self.notes))
         if not isinstance(self.details, dict):
-            raise DpcalcError(f"EpsilonResult details must be a dict; got {shown(self.details)}")
+            raise InvalidResult(f"EpsilonResult details must be a dict; got {shown(self.details)}")
         if self.error is not None and (not isinstance(self.error, str) or self.epsilon is not None
                                        or self.certified):
-            raise DpcalcError("EpsilonResult error must be text, with epsilon None and "
+            raise InvalidResult("EpsilonResult error must be text, with epsilon None and "
                               "certified False")
 
     @property

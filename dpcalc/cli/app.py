@@ -8,7 +8,7 @@ import typer
 
 from dpcalc import __version__
 from dpcalc.cli.help_text import AliasHelpCommand, prose
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
 
 # name → (module, function): a command's module is imported only when the app that holds
 # it is built, so `dpcalc epsilon` does not pay for compare, simulate, report, … (issue 13).
@@ -136,7 +136,8 @@ def _quiet_broken_pipe() -> None:
 INTERNAL_ERROR = 70
 DEBUG_FLAG = "--debug"
 DEBUG_VARIABLE = "DPCALC_DEBUG"
-_DEBUG_HELP = ("On an internal error (exit 70), print the traceback (also: DPCALC_DEBUG=1).")
+# Where bugs go (README, "Scripts and CI": exit codes).
+BUG_REPORTS = "the dpcalc issue tracker"
 
 
 def debug_requested(args: list[str]) -> bool:
@@ -166,10 +167,6 @@ def _internal_error(error: BaseException, debug: bool) -> None:
     sys.exit(INTERNAL_ERROR)
 
 
-# Where bugs go (README, "Reporting a bug").
-BUG_REPORTS = "the dpcalc issue tracker"
-
-
 def _usable_streams() -> None:
     """A closed stdout or stderr (`>&-`: Python sets it to None) becomes /dev/null, so the
     command still runs and its exit code still tells the verdict; a terminal or pipe whose
@@ -183,15 +180,15 @@ def _usable_streams() -> None:
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
     if closed:
-        sys.stderr.write("dpcalc: warning: stdout is closed; the output is discarded\n")
+        sys.stderr.write("warning: stdout is closed; the output is discarded\n")
     ascii_fallback(sys.stdout)
     ascii_fallback(sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point (README, "Exit codes"): exit 0 ok, 1 budget exceeded, 2 bad input (one line, no
+    """Console entry point: exit 0 ok, 1 budget exceeded, 2 bad input (one line, no
     traceback), 70 internal error (one line; --debug or DPCALC_DEBUG=1 adds the traceback),
-    130 interrupted."""
+    130 interrupted (README, "Scripts and CI")."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(args)
     if debug:  # the tracebacks of failures caught inside (accountants/evaluate.py) too
@@ -207,11 +204,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _log_to_stderr() -> None:
+    """The "dpcalc" logger's DEBUG records (with their tracebacks) on the current stderr."""
     import logging
 
+    class CurrentStderr(logging.Handler):
+        def emit(self, record) -> None:
+            sys.stderr.write(self.format(record) + "\n")
+
     logger = logging.getLogger("dpcalc")
-    if not logger.handlers:
-        handler = logging.StreamHandler()  # sys.stderr at each write
+    if not any(type(handler).__name__ == "CurrentStderr" for handler in logger.handlers):
+        handler = CurrentStderr()
         handler.setFormatter(logging.Formatter("dpcalc: debug: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
@@ -239,6 +241,8 @@ def _main(args: list[str], debug: bool) -> None:
                 or isinstance(stop.__context__, BrokenPipeError)):
             _quiet_broken_pipe()
         raise
+    except InvalidResult as error:  # a value dpcalc computed itself is not a number: a bug
+        _internal_error(error, debug)
     except DpcalcError as error:
         _fail(str(error))
     except BrokenPipeError:

@@ -14,7 +14,7 @@ from dpcalc.cli.output.records import INPUT_LABELS, KIND_COLUMN, kind_of
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
 from dpcalc.params import check_nonnegative
 
 EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT", help="ε ≥ 0 (required).")
@@ -42,16 +42,21 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
         else:
             value = accountant.delta(schedule, epsilon)
             record.update(delta=value, delta_upper=value if accountant.certified else None)
-    except DpcalcError:
-        raise
+    except DpcalcError as error:
+        if not isinstance(error, InvalidResult):  # bad input: the command's error (exit 2)
+            raise
+        _failed(record, name, error)  # a NaN computed inside: a failure, as below
     except Exception as error:  # failed inside: a row of kind "error", never a number
-        from dpcalc.accountants.evaluate import failed_result
-
-        failed = failed_result(name, error)
-        record.update(delta=None, delta_upper=None, delta_lower=None, certified=False,
-                      kind=kind_of(False, failed=True))
-        record["notes"].extend(failed.notes)
+        _failed(record, name, error)
     return record
+
+
+def _failed(record: dict, name: str, error: Exception) -> None:
+    from dpcalc.accountants.evaluate import failed_result
+
+    record.update(delta=None, delta_upper=None, delta_lower=None, certified=False,
+                  kind=kind_of(False, failed=True))
+    record["notes"].extend(failed_result(name, error).notes)
 
 
 DELTA_COLUMNS = [

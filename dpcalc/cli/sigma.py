@@ -25,7 +25,7 @@ from dpcalc.cli.output.records import CERTIFIED, INPUT_LABELS, KIND_COLUMN, kind
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
 from dpcalc.params import check_delta, check_positive, check_range
 
 DEFAULT_PRECISION = "1e-4"
@@ -82,7 +82,7 @@ def _failed_record(name: str, target: float, error: Exception) -> dict:
     failed inside (kind "error", never certified: accountants/evaluate.py)."""
     from dpcalc.accountants.evaluate import failed_result, make_accountant
 
-    inside = not isinstance(error, DpcalcError)
+    inside = not isinstance(error, DpcalcError) or isinstance(error, InvalidResult)
     certified = False if inside else make_accountant(name).certified
     notes = list(failed_result(name, error).notes) if inside else [str(error)]
     return {"accountant": name, "sigma": None, "epsilon": None, "epsilon_lower": None,

@@ -36,7 +36,7 @@ from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.samplers import ADD_REMOVE
 from dpcalc.models.worst_case import worst_case
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_delta, check_positive
+from dpcalc.params import check_callable, check_delta, check_items, check_positive, shown
 
 # group-conversion searches per-record δ₁ in [δ·_SMALLEST_DELTA_FACTOR, δ/k]: below,
 # float64 round-off in the composed PLD dominates the certified profile anyway.
@@ -268,10 +268,18 @@ def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
     """(k, result) for every k and method, k-major; the per-record profile is shared.
     ``on_done(1)``: called after each (k, method) (a progress bar's count). ``map_points``:
     a map(function, items) for the pb and seed compositions (e.g. a process pool's)."""
+    if not isinstance(setting, GroupSetting):
+        raise DpcalcError(f"setting must be a dpcalc GroupSetting; got {type(setting).__name__}")
     delta = check_delta(delta)
-    unknown = [name for name in methods if name not in METHODS]
+    tolerance = check_positive(tolerance, "--tolerance")
+    k_values = [setting.with_k(k).k for k in check_items(k_values, "k_values", "group sizes k")]
+    methods = check_items(methods, "methods", "method names")
+    unknown = [name for name in methods if not isinstance(name, str) or name not in METHODS]
     if unknown:
-        raise DpcalcError(f"--method must be one of {', '.join(METHODS)}, all; got {unknown[0]!r}")
+        raise DpcalcError(f"--method must be one of {', '.join(METHODS)}, all; got "
+                          f"{shown(unknown[0])}")
+    check_callable(on_done, "on_done", optional=True)
+    check_callable(map_points, "map_points", optional=True)
     done = on_done or (lambda count: None)
     wanted = [(k, name) for k in k_values for name in methods]
     numeric = [(k, name) for k, name in wanted if name in (PB, SEED)]

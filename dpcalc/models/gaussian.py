@@ -19,7 +19,8 @@ from dpcalc.numerics import special_functions as special
 from dpcalc.numerics.gauss_intervals import erfcx_gap
 
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_delta, check_nonnegative, check_positive
+from dpcalc.params import (check_delta, check_nonnegative, check_positive, check_range,
+                           float_array)
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -36,33 +37,17 @@ _MAX_DOUBLINGS = 2100  # enough to walk a bracket from 1e-300 to 1e300 and beyon
 
 # --------------------------------------------------------------------------- checks
 def _check_mu(mu: float) -> float:
-    try:
-        value = float(mu)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"mu must be a number >= 0; got {mu!r}") from None
-    if math.isnan(value) or value < 0.0:
-        raise DpcalcError(f"mu (GDP parameter) must be >= 0; got {mu!r}")
-    return value
+    if isinstance(mu, (int, float)) and not isinstance(mu, bool) and mu == math.inf:
+        return math.inf
+    return check_nonnegative(mu, "mu (GDP parameter)")
 
 
 def _check_delta_upto_one(delta: float) -> float:
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"--delta must be a number in (0, 1]; got {delta!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise DpcalcError(f"--delta must be in (0, 1]; got {delta!r}")
-    return value
+    return check_range(delta, "--delta", 0.0, 1.0, high_open=False)
 
 
 def _check_epsilon_values(epsilon) -> np.ndarray:
-    try:
-        values = np.asarray(epsilon, dtype=float)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"--epsilon must be a number; got {epsilon!r}") from None
-    if np.isnan(values).any():
-        raise DpcalcError("--epsilon must not be NaN")
-    return values
+    return float_array(epsilon, "--epsilon", "a number or numbers (±inf allowed, not NaN)")
 
 
 
@@ -329,7 +314,15 @@ def gaussian_epsilon(delta: float, noise_multiplier: float, sensitivity: float =
 
 # ------------------------------------------------------------------ σ calibration
 def _safe_scale_guess(epsilon: float, target: float) -> float:
-    """A σ/Δ at which δ(ε) ≤ target, from δ(ε) ≤ Φ(Δ/(2σ) − εσ/Δ)."""
+    """A σ/Δ at which δ(ε) ≤ target: the smaller of two, each valid — from δ(ε) ≤
+    Φ(Δ/(2σ) − εσ/Δ), and the σ/Δ at which δ(0) = target (δ falls in ε). The first alone
+    is ~z/ε for tiny ε: infinite at ε = 1e-320, where the second is finite."""
+    at_zero = 1.0 / (2.0 * _SQRT2 * float(special.erfinv(target)))
+    return min(_tail_scale_guess(epsilon, target), at_zero)
+
+
+def _tail_scale_guess(epsilon: float, target: float) -> float:
+    """σ/Δ with Φ(Δ/(2σ) − εσ/Δ) = target (∞ at ε = 0)."""
     if epsilon > 0.0:
         # ε s − 1/(2s) ≥ z  ⇔  s ≥ (z + √(z² + 2ε)) / (2ε), z = −Φ⁻¹(target); for z < 0
         # (target > 1/2) the same root as 1/(√(z² + 2ε) − z), free of the cancellation that
@@ -339,8 +332,8 @@ def _safe_scale_guess(epsilon: float, target: float) -> float:
         if z_score < 0.0:
             return 1.0 / (root - z_score)
         return (z_score + root) / (2.0 * epsilon)
-    # ε = 0: δ(0) = erf(μ/(2√2)) ≤ target ⇔ μ ≤ 2√2 erfinv(target).
-    return 1.0 / (2.0 * _SQRT2 * float(special.erfinv(target)))
+    # ε = 0: δ(0) = erf(μ/(2√2)) ≤ target ⇔ μ ≤ 2√2 erfinv(target) (the caller's other guess)
+    return math.inf
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
