@@ -21,10 +21,63 @@ _SHOWN_CHARACTERS = 60
 
 def _show(value) -> str:
     """An input echoed in an error line, cut to a readable length."""
-    text = repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'over 4000'} digits"
+    try:
+        text = " ".join(repr(value).split())
+    except Exception:  # a user object whose __repr__ fails
+        text = f"a {type(value).__name__}"
     if len(text) > _SHOWN_CHARACTERS:
         text = text[:_SHOWN_CHARACTERS - 5] + "…" + text[-4:]
     return text
+
+
+def shown(value) -> str:
+    """``value`` as an error line echoes it (cut to a readable length)."""
+    return _show(value)
+
+
+def float_array(values, flag: str, valid: str):
+    """``values`` (a number or a sequence of them) as a float ndarray, else a DpcalcError
+    stating ``valid``: no strings, booleans, complex numbers, None, integers beyond the
+    float range (10**400) or NaN. numpy is imported here, not at start-up."""
+    import numpy as np
+
+    message = f"{flag} must be {valid}; got {_show(values)}"
+    if values is None or isinstance(values, (str, bytes, dict, set, frozenset)):
+        raise DpcalcError(message)
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError, OverflowError):  # ragged nesting, odd objects
+        raise DpcalcError(message) from None
+    if array.dtype.kind not in "iuf":  # b(ool), c(omplex), O(bject: 10**400, None), U, S
+        raise DpcalcError(message)
+    array = array.astype(float)
+    if np.isnan(array).any():
+        raise DpcalcError(f"{flag} must be {valid}; got NaN")
+    return array
+
+
+def check_callable(value, flag: str, optional: bool = False):
+    """A function (or None where ``optional``), else a DpcalcError."""
+    if (value is None and optional) or callable(value):
+        return value
+    raise DpcalcError(f"{flag} must be a function{' or None' if optional else ''}; "
+                      f"got {_show(value)}")
+
+
+def check_items(values, flag: str, what: str, empty: bool = False) -> list:
+    """A list or tuple (or other finite iterable that is not text) as a list; non-empty
+    unless ``empty``."""
+    if values is None or isinstance(values, (str, bytes, dict)):
+        raise DpcalcError(f"{flag} must be a non-empty list of {what}; got {_show(values)}")
+    try:
+        items = list(values)
+    except TypeError:
+        raise DpcalcError(f"{flag} must be a non-empty list of {what}; got {_show(values)}") from None
+    if not items and not empty:
+        raise DpcalcError(f"{flag} must be a non-empty list of {what}; got an empty one")
+    return items
 
 
 def _number(value, flag: str, valid: str) -> float:
@@ -86,6 +139,18 @@ def check_positive(value, flag: str, what: str = "") -> float:
     number = _number(value, label, "> 0")
     if not number > 0.0:
         raise DpcalcError(f"{label} must be > 0; got {_show(value)}")
+    return number
+
+
+def check_nonnegative_or_inf(value, flag: str) -> float:
+    """A number >= 0, where +inf is allowed (e.g. "no finite ε")."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == math.inf:
+        return math.inf
+    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
+        return math.inf
+    number = _number(value, flag, ">= 0 (or inf)")
+    if not number >= 0.0:
+        raise DpcalcError(f"{flag} must be >= 0 (or inf); got {_show(value)}")
     return number
 
 

@@ -15,7 +15,7 @@ from dpcalc.models.samplers import (ADJACENCIES, EPOCH_SAMPLINGS, PAIR_SAMPLINGS
                                     TRUNCATED_POISSON, model_label)
 from dpcalc.models.schedule import Schedule
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_delta, check_nonnegative
+from dpcalc.params import check_callable, check_delta, check_items, check_nonnegative
 
 # The models bounded by one dominating pair per step (worst_case.py); the epoch samplers
 # (shuffle, balls-in-bins) are pb's alone (epoch_samplers.py).
@@ -51,6 +51,7 @@ class Accountant(ABC):
 
     def not_applicable(self, schedule: Schedule) -> str | None:
         """Why this accountant does not bound ``schedule`` (None when it does)."""
+        schedule = check_schedule(schedule)
         for index, phase in enumerate(schedule.phases, start=1):
             if (phase.sampling, phase.adjacency) not in self.models:
                 where = f" (phase {index})" if not schedule.is_single_phase else ""
@@ -90,8 +91,12 @@ class Accountant(ABC):
         ``on_done(n)``: called as every n schedules are answered (a progress bar's count).
         ``map_points``: a map(function, items) to answer the single-phase families with
         (e.g. a process pool's, for a sweep over σ or q); the built-in map by default."""
-        schedules = [check_schedule(schedule) for schedule in schedules]
+        schedules = [check_schedule(schedule)
+                     for schedule in check_items(schedules, "schedules", "dpcalc Schedules",
+                                                 empty=True)]
         delta = check_delta(delta)
+        check_callable(on_done, "on_done", optional=True)
+        check_callable(map_points, "map_points", optional=True)
         done = on_done or (lambda count: None)
         results: list[EpsilonResult | None] = [None] * len(schedules)
         curve = []

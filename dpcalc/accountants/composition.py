@@ -23,7 +23,7 @@ from dpcalc.models.schedule import Schedule
 from dpcalc.models.subsampling import amplify_poisson
 from dpcalc.models.worst_case import worst_case
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_count
+from dpcalc.params import check_count, check_items, check_nonnegative_or_inf, check_range
 
 # Reported ε is inflated by this relative amount: covers the floating-point error
 # of the sums and square roots below, so the printed bound stays an upper bound.
@@ -35,40 +35,24 @@ _DELTA_SHRINK = 1.0 - 1e-12
 
 # ------------------------------------------------------------------- validation
 def _check_epsilon(value: float, flag: str = "--epsilon") -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"{flag} must be a number >= 0; got {value!r}") from None
-    if not number >= 0.0:
-        raise DpcalcError(f"{flag} must be >= 0; got {value!r}")
-    return number
+    return check_nonnegative_or_inf(value, flag)
 
 
 def _check_probability(value: float, flag: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"{flag} must be a number in [0, 1]; got {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise DpcalcError(f"{flag} must be in [0, 1]; got {value!r}")
-    return number
+    return check_range(value, flag, 0.0, 1.0, low_open=False, high_open=False)
 
 
 def _check_slack(value: float) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"delta_slack must be a number in (0, 1); got {value!r}") from None
-    if not 0.0 < number < 1.0:
-        raise DpcalcError(f"delta_slack must be in (0, 1); got {value!r}")
-    return number
+    return check_range(value, "delta_slack", 0.0, 1.0)
 
 
 # ------------------------------------------------------------------ closed forms
 def compose_naive(epsilons: Sequence[float], deltas: Sequence[float]) -> tuple[float, float]:
     """Basic composition: (Σ ε_i, Σ δ_i) (Dwork & Roth 2014, Thm 3.16); δ capped at 1."""
-    epsilons = [_check_epsilon(value) for value in epsilons]
-    deltas = [_check_probability(value, "--delta") for value in deltas]
+    epsilons = [_check_epsilon(value, "epsilons")
+                for value in check_items(epsilons, "epsilons", "numbers >= 0", empty=True)]
+    deltas = [_check_probability(value, "deltas")
+              for value in check_items(deltas, "deltas", "numbers in [0, 1]", empty=True)]
     if len(epsilons) != len(deltas):
         raise DpcalcError("epsilons and deltas must have the same length")
     return math.fsum(epsilons), min(1.0, math.fsum(deltas))
@@ -108,7 +92,8 @@ def _kairouz_epsilon(sum_eps: float, sum_eps_tanh: float, sum_eps_squared: float
         return 0.0, "sum"
     if math.isinf(sum_eps):
         return math.inf, "sum"
-    log_root = 0.5 * math.log(sum_eps_squared)  # ln √(Σ ε_ℓ²)
+    # ln √(Σ ε_ℓ²); −∞ where the squares underflow (ε ≈ 1e-320: the root terms vanish)
+    log_root = 0.5 * math.log(sum_eps_squared) if sum_eps_squared > 0.0 else -math.inf
     refined = sum_eps_tanh + math.sqrt(2.0 * sum_eps_squared * _log_e_plus(log_root - math.log(delta_slack)))
     plain = sum_eps_tanh + math.sqrt(2.0 * sum_eps_squared * -math.log(delta_slack))
     return min((sum_eps, "sum"), (refined, "refined"), (plain, "plain"))
@@ -140,8 +125,10 @@ def compose_heterogeneous(
     ε̃ = min{Σε, Σ ε tanh(ε/2) + √(2Σε² ln(e + √(Σε²)/δ′)), Σ ε tanh(ε/2) + √(2Σε² ln(1/δ′))},
     δ̃ = 1 − (1 − δ′) ∏(1 − δ_i)^{counts_i} (sums over all mechanisms).
     """
-    epsilons = [_check_epsilon(value) for value in epsilons]
-    deltas = [_check_probability(value, "--delta") for value in deltas]
+    epsilons = [_check_epsilon(value, "epsilons")
+                for value in check_items(epsilons, "epsilons", "numbers >= 0", empty=True)]
+    deltas = [_check_probability(value, "deltas")
+              for value in check_items(deltas, "deltas", "numbers in [0, 1]", empty=True)]
     counts = [check_count(value, "--steps") for value in counts]
     if not (len(epsilons) == len(deltas) == len(counts)) or not epsilons:
         raise DpcalcError("epsilons, deltas and counts must be non-empty and of the same length")

@@ -65,12 +65,13 @@ class PrivacyBucketsAccountant(Accountant):
         # for searches at a loose tolerance: every point starts on the grid this stricter
         # tolerance allows at rdp's ε (buckets.epsilon_bounds' start_tolerance), not on the
         # finest grid where the window is small
-        self.start_tolerance = start_tolerance
+        self.start_tolerance = (None if start_tolerance is None
+                                else check_positive(start_tolerance, "start_tolerance"))
 
     models = ALL_MODELS | EPOCH_MODELS
 
     def not_applicable(self, schedule: Schedule) -> str | None:
-        if is_epoch_schedule(schedule):
+        if is_epoch_schedule(check_schedule(schedule)):
             return epoch_not_applicable(schedule)
         return super().not_applicable(schedule)
 

@@ -26,7 +26,7 @@ from dpcalc.accountants.rdp_conversion import (DEFAULT_ORDERS, ULPS as _ULPS, as
                                                rdp_to_delta_classic, rdp_to_delta_improved,
                                                rdp_to_epsilon_classic, rdp_to_epsilon_improved)
 from dpcalc.accountants.rdp_series import log_a_minus_one_fractional
-from dpcalc.errors import DpcalcError
+from dpcalc.params import check_range
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -44,13 +44,7 @@ __all__ = [
 
 
 def _check_sampling_rate(value: float) -> float:
-    try:
-        rate = float(value)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"sampling_rate must be a number in [0, 1]; got {value!r}") from None
-    if not 0.0 <= rate <= 1.0:
-        raise DpcalcError(f"sampling_rate must be in [0, 1]; got {value!r}")
-    return rate
+    return check_range(value, "sampling_rate", 0.0, 1.0, low_open=False, high_open=False)
 
 
 # Below this σ, 2σ² nears the float range's end (a fuzz finding: σ = 1e-320 gave NaN);
@@ -60,15 +54,10 @@ _LARGEST_SIGMA = 1e150
 
 
 def _check_noise_multiplier(value: float) -> float:
-    try:
-        sigma = float(value)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"noise_multiplier must be a number >= 0; got {value!r}") from None
     # 0 is allowed (ρ = ∞, as Opacus's compute_rdp); above _LARGEST_SIGMA σ² overflows (a
     # fuzz finding: NaN at σ = 9.5e153, OverflowError at 1.3e154)
-    if not (0.0 <= sigma <= _LARGEST_SIGMA):
-        raise DpcalcError(f"noise_multiplier must be in [0, {_LARGEST_SIGMA:g}]; got {value!r}")
-    return sigma
+    return check_range(value, "noise_multiplier", 0.0, _LARGEST_SIGMA, low_open=False,
+                       high_open=False)
 
 
 

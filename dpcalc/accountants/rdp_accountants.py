@@ -187,8 +187,9 @@ class AbadiBoundAccountant(Accountant):
         """(c, Λ): summed over phases α(λ) = c·λ(λ + 1), valid for 1 ≤ λ ≤ Λ (every phase)."""
         phases = AbadiBoundAccountant._effective(schedule)
         coefficient = sum(steps * q**2 / ((1.0 - q) * sigma**2) for q, sigma, steps in phases)
-        # λ ≤ σ² ln(1/(qσ)) for each phase
-        largest = min(math.floor(sigma**2 * math.log(1.0 / (q * sigma))) for q, sigma, _ in phases)
+        # λ ≤ σ² ln(1/(qσ)) for each phase (in logs: 1/(qσ) overflows for a subnormal q)
+        largest = min(math.floor(-sigma**2 * (math.log(q) + math.log(sigma)))
+                      for q, sigma, _ in phases)
         return coefficient, largest
 
     @staticmethod

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_delta, check_nonnegative
+from dpcalc.params import check_delta, check_nonnegative, float_array
 
 __all__ = ["DEFAULT_ORDERS", "MAX_ORDER", "ULPS", "as_orders", "rdp_to_epsilon_classic",
            "rdp_to_epsilon_improved", "rdp_to_delta_classic", "rdp_to_delta_improved"]
@@ -42,10 +42,7 @@ _ULPS = ULPS
 
 def as_orders(orders) -> np.ndarray:
     """Orders as a 1-D float array, each finite and in (1, 10000]."""
-    try:
-        values = np.asarray(orders, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"orders must be numbers in (1, {_MAX_ORDER:g}]; got {orders!r}") from None
+    values = float_array(orders, "orders", f"numbers in (1, {_MAX_ORDER:g}]").reshape(-1)
     if values.size == 0:
         raise DpcalcError("orders must contain at least one order in (1, 10000]")
     bad = ~np.isfinite(values) | (values <= 1.0) | (values > _MAX_ORDER)
@@ -59,10 +56,7 @@ def as_orders(orders) -> np.ndarray:
 def _as_curve(orders, rdp_total) -> tuple[np.ndarray, np.ndarray]:
     """(orders, RDP values) as matching float arrays; RDP values in [0, inf]."""
     alphas = as_orders(orders)
-    try:
-        rho = np.asarray(rdp_total, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"rdp_total must be numbers >= 0; got {rdp_total!r}") from None
+    rho = float_array(rdp_total, "rdp_total", "numbers >= 0 (inf allowed)").reshape(-1)
     if rho.shape != alphas.shape:
         raise DpcalcError(
             f"rdp_total must have one value per order ({alphas.size}); got {rho.size}"

@@ -21,8 +21,11 @@ import numpy as np
 from dpcalc.numerics import special_functions as special
 
 from dpcalc.accountants.rdp_conversion import ULPS, as_orders
+from dpcalc.params import check_range
 
 _LOG_TWO = math.log(2.0)
+_LARGEST = 1e150  # σ and Δ: their squares stay finite floats
+_LARGEST_SCALE = 1e150  # Δ/σ beyond this: ρ beyond ~1e297 at α = 2, reported as ∞
 
 
 def _log_a_integer(rate: float, sigma: float, sensitivity: float, alphas: np.ndarray) -> np.ndarray:
@@ -32,7 +35,8 @@ def _log_a_integer(rate: float, sigma: float, sensitivity: float, alphas: np.nda
     scale = sensitivity**2 / (2.0 * sigma**2)  # ε(j) = j·scale
     epsilon_two = 2.0 * scale
     # ln min{4(e^{ε(2)} − 1), 2e^{ε(2)}}, the j = 2 factor
-    log_four_expm1 = math.log(4.0) + (epsilon_two + math.log(-math.expm1(-epsilon_two)))
+    log_four_expm1 = (math.log(4.0) + (epsilon_two + math.log(-math.expm1(-epsilon_two)))
+                      if epsilon_two > 0.0 else -math.inf)  # (Δ/σ)² below the float range
     log_second = min(log_four_expm1, _LOG_TWO + epsilon_two)
     for index, alpha in enumerate(alphas.astype(np.int64)):
         j = np.arange(2, alpha + 1, dtype=float)
@@ -41,7 +45,7 @@ def _log_a_integer(rate: float, sigma: float, sensitivity: float, alphas: np.nda
         log_terms[0] = log_choose[0] + 2.0 * log_rate + log_second
         log_terms_sum = float(special.logsumexp(log_terms))
         log_sum = float(np.logaddexp(0.0, log_terms_sum))
-        magnitude = 1.0 + float(np.max(np.abs(log_terms)))
+        magnitude = 1.0 + float(np.max(np.abs(log_terms[np.isfinite(log_terms)]), initial=0.0))
         # the terms' rounding (relative ~ULPS·magnitude) moves ln(1 + S) by at most
         # ln(1 + 4·ULPS·magnitude·S/(1 + S)), and ln(1 + S) itself by a few ulps: rounded
         # up by both (an absolute allowance made tiny rates' ρ 20–60× too large)
@@ -54,9 +58,17 @@ def rdp_replace_one(sampling_rate: float, noise_multiplier: float, orders,
                     sensitivity: float = 2.0) -> np.ndarray:
     """Upper bounds on the RDP of one DP-SGD step under replace-one adjacency with batches
     subsampled at ``sampling_rate`` (fixed-size, or Poisson: see worst_case.py)."""
+    rate = check_range(sampling_rate, "sampling_rate", 0.0, 1.0, low_open=False, high_open=False)
+    sigma = check_range(noise_multiplier, "noise_multiplier", 0.0, _LARGEST, low_open=False,
+                        high_open=False)
+    sensitivity = check_range(sensitivity, "sensitivity", 0.0, _LARGEST, high_open=False)
     alphas = as_orders(orders)
-    rate, sigma = float(sampling_rate), float(noise_multiplier)
-    gaussian = alphas * sensitivity**2 / (2.0 * sigma**2)  # γ = 1: the Gaussian itself
+    if rate == 0.0:
+        return np.zeros_like(alphas)
+    scale = sensitivity / sigma if sigma > 0.0 else math.inf
+    if not scale < _LARGEST_SCALE:  # σ = 0, or ρ past the float range: ∞, as rdp_subsampled_gaussian
+        return np.full_like(alphas, math.inf)
+    gaussian = alphas * scale**2 / 2.0  # γ = 1: the Gaussian itself, αΔ²/(2σ²)
     if rate >= 1.0:
         return gaussian
     lower = np.floor(alphas)

@@ -101,9 +101,10 @@ def _fixed_terms(q: float, sigma: float, alphas: np.ndarray):
     scale_0 = 16.0 + np.abs(log_remainder) + scale_0
     # (−∞, z0]: α a^{α−1} q Φ((z0−1)/σ) − α q Φ((z0−1)/σ) ≤ 0
     log_mass, scale_1 = _log_ndtr_with_scale((z0 - 1.0) / sigma, spread)
-    shrink = np.log(-np.expm1((alphas - 1.0) * log_1mq))
+    with np.errstate(divide="ignore"):  # 1 − (1−q)^(α−1) rounds to 0 for subnormal q: −∞
+        shrink = np.log(-np.expm1((alphas - 1.0) * log_1mq))
     negative_1 = log_alpha_q + log_mass + shrink
-    scale_1 = 4.0 + np.abs(log_alpha_q) + np.abs(shrink) + scale_1
+    scale_1 = 4.0 + np.abs(log_alpha_q) + np.where(np.isfinite(shrink), np.abs(shrink), 0.0) + scale_1
     # (z0, ∞): −(1 − αq) Φ̄(z0/σ) − α q Φ̄((z0−1)/σ) = −Φ̄(z0/σ) − α q [Φ(z0/σ) − Φ((z0−1)/σ)]
     log_mass, scale_2 = _log_ndtr_with_scale(-z0 / sigma, spread)
     negative_2 = np.full_like(alphas, log_mass)

@@ -8,6 +8,7 @@ from importlib import import_module
 
 from dpcalc.accountants.base import Accountant
 from dpcalc.errors import DpcalcError
+from dpcalc.params import shown
 
 # name -> "module:Class"; order is the display order of `--accountant all`.
 _ACCOUNTANTS: dict[str, str] = {
@@ -45,11 +46,20 @@ def get_accountant(name: str, **options) -> Accountant:
     name = ALIASES[name][0] if isinstance(name, str) and name in ALIASES else name
     try:
         target = _ACCOUNTANTS[name]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError):  # TypeError: an unhashable name ([], {})
         valid = ", ".join([*_ACCOUNTANTS, "all"])
-        raise DpcalcError(f"--accountant must be one of {valid}; got {name!r} ({_WHAT})") from None
+        raise DpcalcError(f"--accountant must be one of {valid}; got {shown(name)} "
+                          f"({_WHAT})") from None
     module_name, class_name = target.split(":")
-    return getattr(import_module(module_name), class_name)(**options)
+    accountant_class = getattr(import_module(module_name), class_name)
+    from inspect import signature
+
+    try:
+        signature(accountant_class).bind(**options)
+    except TypeError:  # an option this accountant does not take
+        raise DpcalcError(f"the {name} accountant takes no option "
+                          f"{', '.join(sorted(options))}") from None
+    return accountant_class(**options)
 
 
 def resolve_names(requested: list[str] | None) -> list[str]:

@@ -1,7 +1,25 @@
 """What every accountant returns."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+
+from dpcalc.errors import InvalidResult
+from dpcalc.params import shown
+
+
+def _bound(value, name: str) -> float | None:
+    """None, or a number ≥ 0 (∞ allowed): never NaN, a bool or text."""
+    if value is None:
+        return None
+    try:
+        number = float(value) if not isinstance(value, (bool, str, bytes)) else math.nan
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not number >= 0.0:  # NaN and negatives alike
+        raise InvalidResult(f"EpsilonResult {name} must be None or a number >= 0 (inf allowed); "
+                          f"got {shown(value)}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -13,6 +31,10 @@ class EpsilonResult:
     the configuration; ``notes`` then says why. ``epsilon_lower`` is a certified
     lower bound on the true ε where the accountant computes one. ``math.inf``
     means no finite ε exists at this δ.
+
+    ``error`` ("ExceptionType: message") marks an accountant that failed inside
+    (a bug, never an answer): ``epsilon`` is then None and ``certified`` False, and
+    the CLI shows the row as kind "error" (accountants/evaluate.py).
     """
 
     accountant: str
@@ -22,12 +44,43 @@ class EpsilonResult:
     order: float | None = None
     notes: tuple[str, ...] = ()
     details: dict = field(default_factory=dict)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        set_field = object.__setattr__
+        if not isinstance(self.accountant, str) or not self.accountant:
+            raise InvalidResult(f"EpsilonResult accountant must be a name; got {shown(self.accountant)}")
+        set_field(self, "epsilon", _bound(self.epsilon, "epsilon"))
+        set_field(self, "epsilon_lower", _bound(self.epsilon_lower, "epsilon_lower"))
+        if not isinstance(self.certified, bool):
+            if type(self.certified).__name__ != "bool_":  # numpy's
+                raise InvalidResult(f"EpsilonResult certified must be True or False; got "
+                                  f"{shown(self.certified)}")
+            set_field(self, "certified", bool(self.certified))
+        if self.order is not None:
+            order = _bound(self.order, "order")
+            set_field(self, "order", order)
+        if isinstance(self.notes, str) or not isinstance(self.notes, (tuple, list)) or not all(
+                isinstance(note, str) for note in self.notes):
+            raise InvalidResult(f"EpsilonResult notes must be a tuple of text lines; got "
+                              f"{shown(self.notes)}")
+        set_field(self, "notes", tuple(self.notes))
+        if not isinstance(self.details, dict):
+            raise InvalidResult(f"EpsilonResult details must be a dict; got {shown(self.details)}")
+        if self.error is not None and (not isinstance(self.error, str) or self.epsilon is not None
+                                       or self.certified):
+            raise InvalidResult("EpsilonResult error must be text, with epsilon None and "
+                              "certified False")
 
     @property
     def epsilon_upper(self) -> float | None:
         """The certified upper bound (equal to ``epsilon``) where certified."""
         return self.epsilon if self.certified else None
 
+    @property
+    def failed(self) -> bool:
+        """The accountant failed inside (``error``): no answer, and a bug to report."""
+        return self.error is not None
 
 def _outward(value: float, digits: int, up: bool) -> str:
     """``value`` to ``digits`` significant digits, rounded up (or down) exactly in decimal:

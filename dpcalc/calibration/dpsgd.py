@@ -67,9 +67,12 @@ def dpsgd_sigma(
     from dpcalc.models.schedule import Schedule
     from dpcalc.params import check_delta
 
+    from dpcalc.params import check_range
+
     target = _check_target(target_epsilon)
     precision = _check_precision(precision)
     delta = check_delta(delta)
+    max_sigma = check_range(max_sigma, "max_sigma", 0.0, 1e300, high_open=False)
     if schedule is None:
         if sampling_rate is None or steps is None:
             raise DpcalcError("give a schedule, or both sampling_rate and steps")

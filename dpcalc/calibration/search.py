@@ -20,7 +20,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
+from dpcalc.params import (check_callable, check_nonnegative_or_inf, check_positive, check_range,
+                           shown)
 
 DEFAULT_PRECISION = 1e-3
 DEFAULT_MAX_SIGMA = 1e4
@@ -43,23 +45,29 @@ class CalibrationResult:
 
 
 def _check_target(target_epsilon: float, flag: str = "--epsilon") -> float:
-    try:
-        target = float(target_epsilon)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"{flag} (target ε) must be a number > 0; got {target_epsilon!r}") from None
-    if not (target > 0.0 and math.isfinite(target)):
-        raise DpcalcError(f"{flag} (target ε) must be a finite number > 0; got {target_epsilon!r}")
-    return target
+    return check_positive(target_epsilon, flag, what="target ε")
 
 
 def _check_precision(precision: float) -> float:
+    return check_range(precision, "--precision", 0.0, 0.1, high_open=False)
+
+
+def _check_guess(guess, flag: str) -> float | None:
+    """None, or a σ guess >= 0 (0 and inf are ignored as guesses)."""
+    return None if guess is None else check_nonnegative_or_inf(guess, flag)
+
+
+def _answer(value, sigma: float) -> float | None:
+    """What ``epsilon_at`` returned, as a float (None: does not apply), else a DpcalcError."""
+    if value is None:
+        return None
     try:
-        value = float(precision)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"--precision must be a number in (0, 0.1]; got {precision!r}") from None
-    if not 0.0 < value <= 0.1:
-        raise DpcalcError(f"--precision must be in (0, 0.1]; got {precision!r}")
-    return value
+        return check_nonnegative_or_inf(value, "epsilon_at's answer")
+    except DpcalcError:
+        nan = isinstance(value, float) and math.isnan(value)
+        raise InvalidResult(f"epsilon_at returned {'NaN' if nan else shown(value)} at noise "
+                            f"multiplier σ = {sigma:.6g}; it must return ε >= 0 (or inf, or "
+                            f"None where it does not apply)") from None
 
 
 class _Objective:
@@ -97,11 +105,9 @@ class _Objective:
         else:
             self.stand_ins.add(log_sigma)
         self.evaluations += 1
+        value = _answer(value, sigma)
         if value is None:
             raise DpcalcError(f"the accountant does not apply at noise multiplier σ = {sigma:.6g}")
-        value = float(value)
-        if math.isnan(value):
-            raise ArithmeticError(f"the accountant returned NaN at noise multiplier σ = {sigma:.6g}")
         self.epsilons[log_sigma] = value
         if value <= 0.0:
             return -math.inf
@@ -259,10 +265,17 @@ def calibrate_noise_multiplier(
     Raises DpcalcError, naming ``target_flag``, when the target is not positive or not
     reachable with σ ≤ ``max_sigma``.
     """
+    check_callable(epsilon_at, "epsilon_at")
+    check_callable(side_of_target, "side_of_target", optional=True)
+    if not isinstance(target_flag, str):
+        raise DpcalcError(f"target_flag must be text; got {shown(target_flag)}")
     target = _check_target(target_epsilon, target_flag)
     precision = _check_precision(precision)
-    if not 0.0 < min_sigma < max_sigma:
-        raise DpcalcError(f"max_sigma must exceed min_sigma ({min_sigma:g}); got {max_sigma!r}")
+    min_sigma = check_range(min_sigma, "min_sigma", 0.0, 1e300, high_open=False)
+    max_sigma = check_range(max_sigma, "max_sigma", 0.0, 1e300, high_open=False)
+    low_guess, high_guess = _check_guess(low_guess, "low_guess"), _check_guess(high_guess, "high_guess")
+    if not min_sigma < max_sigma:
+        raise DpcalcError(f"max_sigma must exceed min_sigma ({min_sigma:g}); got {shown(max_sigma)}")
     objective = _Objective(epsilon_at, target, target_flag, side_of_target)
     log_min, log_max = math.log(min_sigma), math.log(max_sigma)
     first, second = _initial_points(low_guess, high_guess, min_sigma, max_sigma)

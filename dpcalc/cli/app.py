@@ -8,7 +8,7 @@ import typer
 
 from dpcalc import __version__
 from dpcalc.cli.help_text import AliasHelpCommand, prose
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
 
 # name → (module, function): a command's module is imported only when the app that holds
 # it is built, so `dpcalc epsilon` does not pay for compare, simulate, report, … (issue 13).
@@ -35,6 +35,9 @@ def _show_version(value: bool) -> None:
 def _root(
     version: Optional[bool] = typer.Option(None, "--version", callback=_show_version,
                                            is_eager=True, help="Show the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="On an internal error (exit 70), print "
+                               "the traceback (also: DPCALC_DEBUG=1; works after the command "
+                               "name too)."),
 ) -> None:
     """A privacy calculator for differentially private training (DP-SGD)."""
 
@@ -47,7 +50,10 @@ def build_app(names=None) -> typer.Typer:
 
     built = typer.Typer(
         name="dpcalc",
-        help="A privacy calculator for differentially private training (DP-SGD).",
+        help="A privacy calculator for differentially private training (DP-SGD).\n\n"
+             "Exit codes: 0 ok, 1 the --max-epsilon budget gate failed, 2 bad input (one line "
+             "naming the flag), 70 internal error: a bug, one line saying where to report it "
+             "(--debug or DPCALC_DEBUG=1 adds the traceback), 130 interrupted.",
         add_completion=False,
         no_args_is_help=True,
         context_settings={"help_option_names": ["-h", "--help"]},
@@ -77,8 +83,9 @@ def __getattr__(name: str):
 def _app_for(args: list[str]) -> typer.Typer:
     """Only the command being run when the first word names one; else the whole app (root
     help, a mistyped command's suggestions)."""
-    if args and args[0] in COMMANDS:
-        return build_app([args[0]])
+    words = [arg for arg in args if arg != DEBUG_FLAG]  # `dpcalc --debug epsilon …`
+    if words and words[0] in COMMANDS:
+        return build_app([words[0]])
     return __getattr__("app")
 
 
@@ -125,13 +132,100 @@ def _quiet_broken_pipe() -> None:
     sys.exit(0)
 
 
+# Exit code of an unexpected internal error (a bug): EX_SOFTWARE of BSD's sysexits.h. Never 1
+# (the budget gate's) nor 2 (bad input), so a crash in CI cannot read as "over budget".
+INTERNAL_ERROR = 70
+DEBUG_FLAG = "--debug"
+DEBUG_VARIABLE = "DPCALC_DEBUG"
+# Where bugs go (README, "Scripts and CI": exit codes).
+BUG_REPORTS = "the dpcalc issue tracker"
+
+
+def debug_requested(args: list[str]) -> bool:
+    """--debug anywhere before a `--`, or DPCALC_DEBUG set to anything but '' or 0."""
+    import os
+
+    words = args[:args.index("--")] if "--" in args else args
+    return DEBUG_FLAG in words or os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0")
+
+
+def _internal_error(error: BaseException, debug: bool) -> None:
+    """One line on stderr naming the error and where to report it (the traceback first
+    with --debug), and exit INTERNAL_ERROR."""
+    import traceback
+
+    if debug:
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    plain = type(error).__name__ == "AccountantFailed"  # its message names the real error
+    what = " ".join((str(error) if plain else f"{type(error).__name__}: {error}").split())
+    if len(what) > 200:
+        what = what[:150] + " … " + what[-40:]
+    how = "" if debug else f"; {DEBUG_FLAG} or {DEBUG_VARIABLE}=1 shows the traceback"
+    sys.stderr.write(f"dpcalc: internal error: {what}. This is a bug in dpcalc {__version__}, "
+                     f"not in your input: please report it with the command line to "
+                     f"{BUG_REPORTS}{how}.\n")
+    sys.stderr.flush()
+    sys.exit(INTERNAL_ERROR)
+
+
+def _usable_streams() -> None:
+    """A closed stdout or stderr (`>&-`: Python sets it to None) becomes /dev/null, so the
+    command still runs and its exit code still tells the verdict; a terminal or pipe whose
+    encoding cannot show ε, σ, ≤ or box drawing gets ASCII stand-ins (output/glyphs.py)."""
+    import os
+
+    from dpcalc.cli.output.glyphs import ascii_fallback
+
+    closed = sys.stdout is None
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))
+    if closed:
+        sys.stderr.write("warning: stdout is closed; the output is discarded\n")
+    ascii_fallback(sys.stdout)
+    ascii_fallback(sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: exit 0 ok, 1 budget exceeded, 2 bad input (one line, no traceback)."""
+    """Console entry point: exit 0 ok, 1 budget exceeded, 2 bad input (one line, no
+    traceback), 70 internal error (one line; --debug or DPCALC_DEBUG=1 adds the traceback),
+    130 interrupted (README, "Scripts and CI")."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = debug_requested(args)
+    if debug:  # the tracebacks of failures caught inside (accountants/evaluate.py) too
+        _log_to_stderr()
+    try:
+        _main(args, debug)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:  # Ctrl-C outside Click's own handling (which gives 130 too)
+        sys.exit(130)
+    except BaseException as error:  # noqa: B902 - whatever escaped: a bug, reported as one
+        _internal_error(error, debug)
+
+
+def _log_to_stderr() -> None:
+    """The "dpcalc" logger's DEBUG records (with their tracebacks) on the current stderr."""
+    import logging
+
+    class CurrentStderr(logging.Handler):
+        def emit(self, record) -> None:
+            sys.stderr.write(self.format(record) + "\n")
+
+    logger = logging.getLogger("dpcalc")
+    if not any(type(handler).__name__ == "CurrentStderr" for handler in logger.handlers):
+        handler = CurrentStderr()
+        handler.setFormatter(logging.Formatter("dpcalc: debug: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+
+
+def _main(args: list[str], debug: bool) -> None:
     from dpcalc.cli.allocator import keep_freed_memory
     from dpcalc.cli.argv_checks import check_repeated_options
 
+    _usable_streams()
     keep_freed_memory()  # a one-shot process: reuse freed temporaries (allocator.py)
-    args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(_app_for(args))
     try:
         if not args:  # `dpcalc` alone: the help, and nothing wrong
@@ -148,11 +242,13 @@ def main(argv: list[str] | None = None) -> None:
                 or isinstance(stop.__context__, BrokenPipeError)):
             _quiet_broken_pipe()
         raise
+    except InvalidResult as error:  # a value dpcalc computed itself is not a number: a bug
+        _internal_error(error, debug)
     except DpcalcError as error:
         _fail(str(error))
     except BrokenPipeError:
         _quiet_broken_pipe()
-    except OSError as error:  # a file the user named: one line, not a traceback
+    except OSError as error:  # a file the user named, a full disk: one line, not a traceback
         where = f" ({error.filename})" if getattr(error, "filename", None) else ""
         _fail(f"{error.strerror or error}{where}")
     except Exception as error:  # Click usage errors; anything else is a real bug
@@ -160,5 +256,5 @@ def main(argv: list[str] | None = None) -> None:
             _fail(_usage_message(error, command, args))
         if type(error).__name__ == "Abort":
             sys.exit(130)
-        raise
+        _internal_error(error, debug)
     sys.exit(code if isinstance(code, int) else 0)

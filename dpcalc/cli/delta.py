@@ -10,12 +10,11 @@ import typer
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS, row_kind,
-                                       show_kind)
+from dpcalc.cli.output.records import APPROXIMATION, INPUT_LABELS, KIND_COLUMN, kind_of, row_kind
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
 from dpcalc.params import check_nonnegative
 
 EPSILON = typer.Option(None, "--epsilon", "-e", metavar="FLOAT", help="ε ≥ 0 (required).")
@@ -27,13 +26,13 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
     adds "upper_source" and "delta_poisson_not_applicable" (the Poisson δ, for comparison).
     A row without a value has "certified" false and kind "not applicable" (pb: with
     "nearest_model", the δ bounds of the nearest model that has a certificate) or
-    "failed"."""
+    "error" (it failed inside)."""
     from dpcalc.accountants.evaluate import make_accountant
 
     accountant = make_accountant(name)
     record = {"accountant": name, "delta": None, "delta_upper": None, "delta_lower": None,
               "certified": accountant.certified,
-              "kind": CERTIFIED if accountant.certified else APPROXIMATION, "notes": []}
+              "kind": kind_of(accountant.certified), "notes": []}
     reason = accountant.not_applicable(schedule)
     if reason is not None:
         record["notes"].append(reason)
@@ -50,10 +49,14 @@ def delta_record(name: str, schedule, epsilon: float) -> dict:
         else:
             value = accountant.delta(schedule, epsilon)
             record.update(delta=value, delta_upper=value if accountant.certified else None)
-    except DpcalcError:
-        raise
-    except (ArithmeticError, ValueError, MemoryError) as error:
-        record["notes"].append(f"failed: {type(error).__name__}: {error}")
+    except DpcalcError as error:
+        if not isinstance(error, InvalidResult):  # bad input: the command's error (exit 2)
+            raise
+        _failed(record, name, error)  # a NaN computed inside: a failure, as below
+        return record
+    except Exception as error:  # failed inside: a row of kind "error", never a number
+        _failed(record, name, error)
+        return record
     return _settle(record)
 
 
@@ -64,11 +67,19 @@ def _settle(record: dict) -> dict:
     return record
 
 
+def _failed(record: dict, name: str, error: Exception) -> None:
+    from dpcalc.accountants.evaluate import failed_result
+
+    record.update(delta=None, delta_upper=None, delta_lower=None, certified=False,
+                  kind=kind_of(False, failed=True))
+    record["notes"].extend(failed_result(name, error).notes)
+
+
 DELTA_COLUMNS = [
     Column("accountant", "accountant", justify="left"),
     Column("δ", "delta", show_upper),
     Column("lower bound", "delta_lower", show_lower),
-    Column("kind", "kind", show_kind, justify="left"),
+    KIND_COLUMN,
 ]
 
 

@@ -27,9 +27,22 @@ def _aliases_shown_in_help(param) -> tuple[list[str], str | None]:
     return shown, help_text
 
 
+DEBUG_HELP = ("On an internal error (exit 70: a bug, not your input), print the traceback "
+              "(also: DPCALC_DEBUG=1).")
+
+
 class AliasHelpCommand(TyperCommand):
     """A Typer command whose help lists each option under its first long name; the
-    aliases (e.g. --noise-multiplier for --sigma) are named in its help text."""
+    aliases (e.g. --noise-multiplier for --sigma) are named in its help text. Every command
+    takes --debug (read by cli/app.py main, which prints the traceback of an internal error)."""
+
+    def __init__(self, *args, **kwargs):
+        from typer.core import TyperOption
+
+        super().__init__(*args, **kwargs)
+        if not any("--debug" in getattr(param, "opts", ()) for param in self.params):
+            self.params.append(TyperOption(param_decls=["--debug"], is_flag=True, default=False,
+                                           expose_value=False, help=DEBUG_HELP))
 
     def format_help(self, ctx, formatter):
         saved = [(param, param.opts, getattr(param, "help", None)) for param in self.params]

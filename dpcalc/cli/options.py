@@ -103,6 +103,18 @@ def warn_large_delta(delta: float, dataset_size: int | None) -> None:
         warn(f"--delta {delta:g} is ≥ 1/N = {1.0 / dataset_size:.3g}; δ should be well below 1/N")
 
 
+def warn_plot_only(plot, **given) -> None:
+    """A warning on stderr for each plot option given without --plot (it changes nothing):
+    ``given`` maps the flag (its name with '_' for '-') to its value, None or False when
+    not given."""
+    if plot is not None:
+        return
+    for name, value in given.items():
+        if value is not None and value is not False:
+            warn(f"--{name.replace('_', '-')} only shapes the --plot figure; it is ignored "
+                 "without --plot")
+
+
 def footnotes(results: list[EpsilonResult], inputs: dict | None = None) -> list[str]:
     """Lines under a table explaining what the numbers are, and the model they hold for."""
     from dpcalc.cli.schedule_options import model_footnote
@@ -113,8 +125,11 @@ def footnotes(results: list[EpsilonResult], inputs: dict | None = None) -> list[
     if any(r.accountant == "pb" for r in results):
         lines.append("ε is a certified upper bound (rounded up); the lower bound is certified too "
                      "(rounded down): the true ε lies between them.")
-    if any(not r.certified for r in results):
+    if any(not r.certified and not r.failed for r in results):
         lines.append("An approximation is not a bound: do not report it as a guarantee.")
+    if any(r.failed for r in results):
+        lines.append("error: the accountant failed inside (a dpcalc bug): no value, nothing "
+                     "certified.")
     return lines + result_notes(results)
 
 

@@ -45,16 +45,17 @@ class _PoolMap:
         workers = min(_cores(), MAX_WORKERS, len(items))
         if len(items) < (self._min_items or MIN_POINTS) or workers < 2:
             return map(function, items)
-        try:
-            executor = self._start(workers)
-        except (OSError, ImportError, ValueError):  # no fork server here: this process
-            return map(function, items)
         from concurrent.futures import BrokenExecutor
 
-        try:  # submitted now: the caller may do other work while the workers compute
-            futures = [executor.submit(function, item) for item in items]
-        except BrokenExecutor:  # its workers could not start (e.g. a __main__ they cannot load)
-            return map(function, items)
+        with _sigint_deferred():  # every worker is known before a Ctrl-C can stop them
+            try:
+                executor = self._start(workers)
+            except (OSError, ImportError, ValueError):  # no fork server here: this process
+                return map(function, items)
+            try:  # submitted now: the caller may do other work while the workers compute
+                futures = [executor.submit(function, item) for item in items]
+            except BrokenExecutor:  # its workers could not start (e.g. a __main__ they cannot load)
+                return map(function, items)
         return self._gather(futures, function, items)
 
     @staticmethod
@@ -81,23 +82,84 @@ class _PoolMap:
 
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(_PRELOAD)
+            _start_server_without_sigint()
             self._executor = ProcessPoolExecutor(workers, mp_context=context,
                                                  initializer=_worker_start)
         return self._executor
 
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+    def close(self, abort: bool = False) -> None:
+        """Shut the pool down: after the work, wait for it; on an error or Ctrl-C
+        (``abort``), stop the workers at once — waiting let them finish their points, 1-3 s
+        after Ctrl-C (issue 30)."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        if not abort:
+            executor.shutdown(wait=True, cancel_futures=True)
+            return
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=2.0)
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """A Ctrl-C while the pool starts its workers is held back until they are all known
+    (then raised as usual): one in the middle of a worker's start left that worker running,
+    unknown to the pool, to print a traceback once this process had gone. Python runs
+    signal handlers in the main thread only, so a handler that records the signal defers
+    it whichever thread the kernel delivers it to (blocking it would not: a progress bar's
+    thread takes it)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # now, to the handler restored
+
+
+def _start_server_without_sigint() -> None:
+    """Start the fork server with SIGINT ignored (an ignored signal stays ignored through
+    exec, Python then installs no handler of its own, and the server hands that on to the
+    workers it forks): Ctrl-C at the terminal then stops this process alone, which stops
+    the workers (``close(abort=True)``), instead of the server printing a KeyboardInterrupt
+    traceback from its imports and each worker one from its point. A Ctrl-C in the few
+    milliseconds of the server's spawn itself is lost (press it again)."""
+    import signal
+    import threading
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, handler)
 
 
 @contextmanager
 def points_map(min_items: int | None = None) -> Iterator[Callable]:
     """A map for Accountant.epsilon_curve's ``map_points``; the pool (if one was started)
-    is shut down on exit. ``min_items``: the fewest items worth a pool (default MIN_POINTS;
-    fewer for items that each cost a whole curve)."""
+    is shut down on exit, its workers stopped at once on an error or Ctrl-C.
+    ``min_items``: the fewest items worth a pool (default MIN_POINTS; fewer for items that
+    each cost a whole curve)."""
     pool = _PoolMap(min_items)
     try:
         yield pool
-    finally:
-        pool.close()
+    except BaseException:
+        pool.close(abort=True)
+        raise
+    pool.close()

@@ -227,6 +227,7 @@ def risk_command(
 
         check_plot_path(plot)
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
+    opt.warn_plot_only(plot, log_axes=log_axes)
     with waiting("risk: composing"):
         found = nearest_risk(run.schedule, lambda schedule: risk_bounds(
             schedule, fprs, prior_value, kappa, tolerance=tol))

@@ -21,12 +21,12 @@ from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
 from dpcalc.cli.progress import waiting
-from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS,
-                                       NOT_APPLICABLE_KIND, show_kind)
+from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS, KIND_COLUMN,
+                                       NOT_APPLICABLE_KIND, kind_of, row_kind)
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
 from dpcalc.cli.schedule_options import model_footnote
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
 from dpcalc.params import check_delta, check_positive, check_range
 
 DEFAULT_PRECISION = "1e-4"
@@ -72,20 +72,24 @@ def _dpsgd_record(calibration: SigmaResult, target: float) -> dict:
         "epsilon_lower": result.epsilon_lower,
         "target_epsilon": target,
         "certified": calibration.certified,
-        "kind": CERTIFIED if calibration.certified else APPROXIMATION,
+        "kind": kind_of(calibration.certified),
         "evaluations": calibration.evaluations,
         "notes": notes,
     }
 
 
 def _failed_record(name: str, target: float, error: Exception) -> dict:
-    from dpcalc.accountants.evaluate import make_accountant
+    """The row of an accountant that cannot calibrate (a DpcalcError: its note says why) or
+    failed inside (kind "error", never certified: accountants/evaluate.py)."""
+    from dpcalc.accountants.evaluate import failed_result
 
-    certified = make_accountant(name).certified
+    inside = not isinstance(error, DpcalcError) or isinstance(error, InvalidResult)
+    notes = list(failed_result(name, error).notes) if inside else [str(error)]
+    # no σ: never certified; "error" where it failed inside, else "not applicable"
     return {"accountant": name, "sigma": None, "epsilon": None, "epsilon_lower": None,
-            "target_epsilon": target, "certified": certified,
-            "kind": CERTIFIED if certified else APPROXIMATION, "evaluations": None,
-            "notes": [str(error)]}
+            "target_epsilon": target, "certified": False,
+            "kind": row_kind(False, None, notes, failed=inside), "evaluations": None,
+            "notes": notes}
 
 
 def _not_applicable_record(name: str, target: float, delta: float, schedule, reason: str,
@@ -114,8 +118,10 @@ def _not_applicable_record(name: str, target: float, delta: float, schedule, rea
 def _calibrate_all(names: list[str], target: float, delta: float, schedule,
                    precision: float, tolerance: float) -> list[dict]:
     """One record per accountant. A single accountant's failure is the command's error
-    (exit 2); with several, a failing one is reported in its row unless all fail. An
-    accountant that does not apply to the model gets a not-applicable row (exit 0)."""
+    (exit 2 for bad input, 70 for a failure inside); with several, a failing one is
+    reported in its row (kind "error" for a failure inside, and exit 70 if it is the first
+    named: the answer) unless all fail. An accountant that does not apply to the model gets
+    a not-applicable row (exit 0)."""
     from dpcalc.accountants.evaluate import make_accountant
 
     records, errors = [], []
@@ -129,7 +135,7 @@ def _calibrate_all(names: list[str], target: float, delta: float, schedule,
         try:
             calibration = dpsgd_sigma(name, target, delta, schedule=schedule,
                                       precision=precision, **options)
-        except (DpcalcError, ArithmeticError) as error:
+        except Exception as error:
             if len(names) == 1:
                 raise
             errors.append(error)
@@ -148,7 +154,7 @@ def _dpsgd_report(records: list[dict], inputs: dict, digits: int,
         Column("σ", "sigma", lambda value: show_upper(value, digits)),
         Column("ε at σ", "epsilon", show_upper),
         Column("lower bound", "epsilon_lower", show_lower),
-        Column("kind", "kind", show_kind, justify="left"),
+        KIND_COLUMN,
         Column("evals", "evaluations", lambda value: "" if value is None else str(value)),
     ]
     footnotes = [model_footnote(inputs), *notes,

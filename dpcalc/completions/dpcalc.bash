@@ -10,7 +10,7 @@ _dpcalc() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "compare completions delta epsilon group pipelines report risk sigma simulate --version --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "compare completions delta epsilon group pipelines report risk sigma simulate --version --debug --help -h" -- "$cur"))
         return
     fi
     cmd="${COMP_WORDS[1]}"
@@ -37,12 +37,12 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in
             esac
-            COMPREPLY=($(compgen -W "bash zsh fish --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "bash zsh fish --debug --help -h" -- "$cur"))
             ;;
         delta)
             case "$prev" in
@@ -62,7 +62,7 @@ _dpcalc() {
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --format -f --debug --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -84,7 +84,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -105,13 +105,13 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         pipelines)
             case "$prev" in
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--format -f --debug --help -h" -- "$cur"))
             ;;
         report)
             case "$prev" in
@@ -135,7 +135,7 @@ _dpcalc() {
                 --epsilon|-e) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --debug --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
@@ -160,7 +160,7 @@ _dpcalc() {
                 --delta|--target-delta) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -187,7 +187,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in
@@ -219,7 +219,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --noise-multiplier --target-epsilon --epsilon -e --delta --target-delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --audit --audit-runs --canary --canaries --audit-threat-model --audit-confidence --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --noise-multiplier --target-epsilon --epsilon -e --delta --target-delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --audit --audit-runs --canary --canaries --audit-threat-model --audit-confidence --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
     esac
 }

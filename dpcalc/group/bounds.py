@@ -26,8 +26,8 @@ import numpy as np
 
 from dpcalc.pb.buckets import DEFAULT_TOLERANCE, epsilon_bounds
 from dpcalc.group.pairs import (DEFAULT_METHODS, GROUP_CONVERSION, METHODS, PB, RDP_GROUP,
-                                RDP_OVERAPPROX, SEED, GroupSetting, mixture_specs, pb_epsilon,
-                                seed_epsilon)
+                                RDP_OVERAPPROX, SEED, GroupSetting, mixture_specs,
+                                overapprox_parameters, pb_epsilon, seed_epsilon)
 from dpcalc.pb.profiles import UpperProfile, upper_profiles
 from dpcalc.accountants.rdp import rdp_subsampled_gaussian
 from dpcalc.accountants.rdp_accountants import step_rdp
@@ -36,7 +36,7 @@ from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.samplers import ADD_REMOVE
 from dpcalc.models.worst_case import worst_case
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_delta, check_positive
+from dpcalc.params import check_callable, check_delta, check_items, check_positive, shown
 
 # group-conversion searches per-record δ₁ in [δ·_SMALLEST_DELTA_FACTOR, δ/k]: below,
 # float64 round-off in the composed PLD dominates the certified profile anyway.
@@ -48,21 +48,6 @@ _CURVE_WIDTH_NATS = 1e-3  # a figure's curves: kε₁ moves by ~1e-4·k at most
 
 
 # ------------------------------------------------------------------ rdp-overapprox
-def overapprox_parameters(setting: GroupSetting) -> tuple[float, float]:
-    """(q′, σ/(s·k)) of the seed's over-approximation, each rounded to the safe side.
-
-    q′ = max over the model's mixtures of P[J ≥ 1] (summed from the weights, no
-    cancellation) rounded up; σ/(s·k) rounded down (RDP grows in q and falls in σ)."""
-    specs = mixture_specs(setting)
-    rate = max(float(np.sum(spec.weights[1:])) for spec in specs)
-    sigma = setting.noise_multiplier / (specs[0].shift * setting.k)
-    if setting.k > 1:
-        rate = min(1.0, rate * (1.0 + 1e-13))
-    if setting.k > 1 or specs[0].shift != 1.0:
-        sigma = float(np.nextafter(sigma, 0.0))
-    return rate, sigma
-
-
 def rdp_overapprox_epsilon(setting: GroupSetting, delta: float,
                            orders: Sequence[float] = DEFAULT_ORDERS) -> EpsilonResult:
     """ε of the seed's over-approximation for the model's pair (module doc)."""
@@ -283,10 +268,18 @@ def group_epsilons(setting: GroupSetting, k_values: Sequence[int], delta: float,
     """(k, result) for every k and method, k-major; the per-record profile is shared.
     ``on_done(1)``: called after each (k, method) (a progress bar's count). ``map_points``:
     a map(function, items) for the pb and seed compositions (e.g. a process pool's)."""
+    if not isinstance(setting, GroupSetting):
+        raise DpcalcError(f"setting must be a dpcalc GroupSetting; got {type(setting).__name__}")
     delta = check_delta(delta)
-    unknown = [name for name in methods if name not in METHODS]
+    tolerance = check_positive(tolerance, "--tolerance")
+    k_values = [setting.with_k(k).k for k in check_items(k_values, "k_values", "group sizes k")]
+    methods = check_items(methods, "methods", "method names")
+    unknown = [name for name in methods if not isinstance(name, str) or name not in METHODS]
     if unknown:
-        raise DpcalcError(f"--method must be one of {', '.join(METHODS)}, all; got {unknown[0]!r}")
+        raise DpcalcError(f"--method must be one of {', '.join(METHODS)}, all; got "
+                          f"{shown(unknown[0])}")
+    check_callable(on_done, "on_done", optional=True)
+    check_callable(map_points, "map_points", optional=True)
     done = on_done or (lambda count: None)
     wanted = [(k, name) for k in k_values for name in methods]
     numeric = [(k, name) for k, name in wanted if name in (PB, SEED)]

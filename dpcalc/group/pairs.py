@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpcalc.pb.buckets import DEFAULT_TOLERANCE, PldBounds, epsilon_bounds
+from dpcalc.pb.buckets import DEFAULT_TOLERANCE, PldBounds, check_consistent, epsilon_bounds
 from dpcalc.models.mixture import GaussianMixturePair
 from dpcalc.pb.profiles import upper_profiles
 from dpcalc.accountants.result import EpsilonResult
@@ -177,6 +177,42 @@ def worst_case_densities(spec: MixtureSpec, outputs) -> tuple[np.ndarray, np.nda
     return density_a, density_b
 
 
+def overapprox_parameters(setting: GroupSetting) -> tuple[float, float]:
+    """(q′, σ/(s·k)) of the seed's over-approximation, each rounded to the safe side.
+
+    q′ = max over the model's mixtures of P[J ≥ 1] (summed from the weights, no
+    cancellation) rounded up; σ/(s·k) rounded down (RDP grows in q and falls in σ)."""
+    specs = mixture_specs(setting)
+    rate = max(float(np.sum(spec.weights[1:])) for spec in specs)
+    sigma = setting.noise_multiplier / (specs[0].shift * setting.k)
+    if setting.k > 1:
+        rate = min(1.0, rate * (1.0 + 1e-13))
+    if setting.k > 1 or specs[0].shift != 1.0:
+        sigma = float(np.nextafter(sigma, 0.0))
+    return rate, sigma
+
+
+def rdp_upper(setting: GroupSetting, delta: float) -> float | None:
+    """A certified upper ε by Rényi DP for the model's group pair, or None: k = 1, the rdp
+    accountant on the record's run (what `dpcalc epsilon`'s pb reports where it is tighter
+    than its numeric bound); k > 1 under add/remove, the seed's over-approximation
+    (rdp-overapprox: a post-processing argument, bounds.py). pb reports the tighter of
+    this and its own upper bound, as the pb accountant does (issue 16): at δ = 1e-300 the
+    numeric composition's float round-off leaves pb's own bound at ∞ (issue 30)."""
+    from dpcalc.accountants.rdp import rdp_subsampled_gaussian
+    from dpcalc.accountants.rdp_accountants import RdpAccountant
+    from dpcalc.accountants.rdp_conversion import DEFAULT_ORDERS, rdp_to_epsilon_improved
+    from dpcalc.models.schedule import Schedule
+
+    if setting.k == 1:
+        return RdpAccountant().epsilon(Schedule((setting.record_phase(),)), delta).epsilon
+    if setting.adjacency != ADD_REMOVE:
+        return None
+    rate, sigma = overapprox_parameters(setting)
+    total = setting.steps * rdp_subsampled_gaussian(rate, sigma, DEFAULT_ORDERS)
+    return rdp_to_epsilon_improved(DEFAULT_ORDERS, total, delta)[0]
+
+
 # ------------------------------------------------------------------------------- pb
 def _max_bounds(spec_list: list[MixtureSpec], steps: int, delta: float, tolerance: float):
     """(bounds with the largest upper, largest lower) over the mixtures."""
@@ -190,13 +226,21 @@ def _max_bounds(spec_list: list[MixtureSpec], steps: int, delta: float, toleranc
 
 
 def _pb_result(name: str, bounds: PldBounds, lower: float, tolerance: float, notes: list,
-               details: dict) -> EpsilonResult:
+               details: dict, rdp: float | None = None) -> EpsilonResult:
+    """pb's bounds, with ``rdp`` (a certified upper bound on the same pair) where tighter."""
+    upper, source = bounds.upper, "pb"
+    if rdp is not None:
+        check_consistent(rdp, lower, "ε (rdp's upper bound)")
+        if rdp < upper:
+            upper, source = rdp, "rdp"
+            notes.append(f"upper bound from rdp (Rényi DP, certified), tighter than pb's "
+                         f"numeric {bounds.upper:.6g} here; the lower bound is pb's")
     if not bounds.converged:
-        notes.append(f"gap {bounds.upper - lower:.3g} exceeds tolerance {tolerance:g}·ε within "
+        notes.append(f"gap {upper - lower:.3g} exceeds tolerance {tolerance:g}·ε within "
                      "the work limit; both bounds remain certified")
     details.update({f"epsilon_{d}": upper for d, (upper, _) in bounds.by_direction.items()})
-    details["grid_step"] = bounds.grid_step
-    return EpsilonResult(name, bounds.upper, True, epsilon_lower=lower, notes=tuple(notes),
+    details.update(grid_step=bounds.grid_step, epsilon_pb_upper=bounds.upper, upper_source=source)
+    return EpsilonResult(name, upper, True, epsilon_lower=lower, notes=tuple(notes),
                          details=details)
 
 
@@ -218,14 +262,15 @@ def pb_epsilon(setting: GroupSetting, delta: float,
         from dpcalc.models.schedule import Schedule
 
         found = lower_instance(Schedule((setting.record_phase(),)))
+        rdp = rdp_upper(setting, delta)
         if found is None:
-            return _pb_result(PB, bounds, bounds.lower, tolerance, [], {})
+            return _pb_result(PB, bounds, bounds.lower, tolerance, [], {}, rdp)
         lower = epsilon_bounds(found[0], delta, tolerance).lower
-        return _pb_result(PB, bounds, lower, tolerance, list(found[1]), {})
+        return _pb_result(PB, bounds, lower, tolerance, list(found[1]), {}, rdp)
     specs = mixture_specs(setting)
     bounds, lower = _max_bounds(specs, setting.steps, delta, tolerance)
     details = {"weights": [float(w) for w in specs[0].weights], "shift": specs[0].shift}
-    return _pb_result(PB, bounds, lower, tolerance, [], details)
+    return _pb_result(PB, bounds, lower, tolerance, [], details, rdp_upper(setting, delta))
 
 
 def seed_epsilon(setting: GroupSetting, delta: float,

@@ -76,7 +76,7 @@ import numpy as np
 
 from dpcalc.errors import DpcalcError
 from dpcalc.models import gaussian
-from dpcalc.models.gaussian import gdp_delta, gdp_delta_upper, gdp_epsilon
+from dpcalc.models.gaussian import gdp_delta_upper, gdp_epsilon
 from dpcalc.models.samplers import (BALLS_IN_BINS, REPLACE_ONE, SEQUENTIAL, SHUFFLE,
                                     SHUFFLE_ONCE)
 

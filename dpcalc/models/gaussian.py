@@ -19,7 +19,7 @@ from dpcalc.numerics import special_functions as special
 from dpcalc.numerics.gauss_intervals import erfcx_gap
 
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_positive
+from dpcalc.params import check_nonnegative, check_positive, check_range, float_array
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -36,33 +36,17 @@ _MAX_DOUBLINGS = 2100  # enough to walk a bracket from 1e-300 to 1e300 and beyon
 
 # --------------------------------------------------------------------------- checks
 def _check_mu(mu: float) -> float:
-    try:
-        value = float(mu)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"mu must be a number >= 0; got {mu!r}") from None
-    if math.isnan(value) or value < 0.0:
-        raise DpcalcError(f"mu (GDP parameter) must be >= 0; got {mu!r}")
-    return value
+    if isinstance(mu, (int, float)) and not isinstance(mu, bool) and mu == math.inf:
+        return math.inf
+    return check_nonnegative(mu, "mu (GDP parameter)")
 
 
 def _check_delta_upto_one(delta: float) -> float:
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"--delta must be a number in (0, 1]; got {delta!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise DpcalcError(f"--delta must be in (0, 1]; got {delta!r}")
-    return value
+    return check_range(delta, "--delta", 0.0, 1.0, high_open=False)
 
 
 def _check_epsilon_values(epsilon) -> np.ndarray:
-    try:
-        values = np.asarray(epsilon, dtype=float)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"--epsilon must be a number; got {epsilon!r}") from None
-    if np.isnan(values).any():
-        raise DpcalcError("--epsilon must not be NaN")
-    return values
+    return float_array(epsilon, "--epsilon", "a number or numbers (±inf allowed, not NaN)")
 
 
 

@@ -13,13 +13,26 @@ from dpcalc.params import check_delta, check_nonnegative, check_positive
 
 
 def _safe_scale_guess(epsilon: float, target: float) -> float:
-    """A σ/Δ at which δ(ε) ≤ target, from δ(ε) ≤ Φ(Δ/(2σ) − εσ/Δ)."""
+    """A σ/Δ at which δ(ε) ≤ target: the smaller of two, each valid — from δ(ε) ≤
+    Φ(Δ/(2σ) − εσ/Δ), and the σ/Δ at which δ(0) = target (δ falls in ε). The first alone
+    is ~z/ε for tiny ε: infinite at ε = 1e-320, where the second is finite."""
+    at_zero = 1.0 / (2.0 * _SQRT2 * float(special.erfinv(target)))
+    return min(_tail_scale_guess(epsilon, target), at_zero)
+
+
+def _tail_scale_guess(epsilon: float, target: float) -> float:
+    """σ/Δ with Φ(Δ/(2σ) − εσ/Δ) = target (∞ at ε = 0)."""
     if epsilon > 0.0:
-        # ε s − 1/(2s) ≥ z  ⇔  s ≥ (z + √(z² + 2ε)) / (2ε), z = −Φ⁻¹(target).
+        # ε s − 1/(2s) ≥ z  ⇔  s ≥ (z + √(z² + 2ε)) / (2ε), z = −Φ⁻¹(target); for z < 0
+        # (target > 1/2) the same root as 1/(√(z² + 2ε) − z), free of the cancellation that
+        # made it 0 at ε = 1e-300, δ = 0.999 (issue 30).
         z_score = -float(special.ndtri(target))
-        return (z_score + math.sqrt(z_score * z_score + 2.0 * epsilon)) / (2.0 * epsilon)
-    # ε = 0: δ(0) = erf(μ/(2√2)) ≤ target ⇔ μ ≤ 2√2 erfinv(target).
-    return 1.0 / (2.0 * _SQRT2 * float(special.erfinv(target)))
+        root = math.sqrt(z_score * z_score + 2.0 * epsilon)
+        if z_score < 0.0:
+            return 1.0 / (root - z_score)
+        return (z_score + root) / (2.0 * epsilon)
+    # ε = 0: δ(0) = erf(μ/(2√2)) ≤ target ⇔ μ ≤ 2√2 erfinv(target) (the caller's other guess)
+    return math.inf
 
 
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
@@ -55,7 +68,7 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     if not (value_low < 0.0 <= value_high):
         raise DpcalcError(f"no noise level reaches --delta {delta!r} at --epsilon {epsilon!r}")
     log_scale = _solve_increasing(excess, low, high, value_low, value_high, rtol=0.0, atol=1e-12)
-    sigma = sensitivity * math.exp(log_scale)
+    sigma = _representable(sensitivity * math.exp(log_scale), epsilon, sensitivity)
     # Guard against the rounding of Δ·s changing μ = Δ/σ by an ulp: the μ the caller will
     # form is checked as the search's μ was.
     while not excess_at(sensitivity / sigma) >= 0.0:
@@ -72,7 +85,18 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.
     epsilon = check_positive(epsilon, "--epsilon")
     delta = check_delta(delta)
     sensitivity = check_positive(sensitivity, "--sensitivity")
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    return _representable(sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon,
+                          epsilon, sensitivity)
+
+
+def _representable(sigma: float, epsilon: float, sensitivity: float) -> float:
+    """``sigma`` where float64 holds it as a normal number, else a DpcalcError naming the
+    inputs (ε = 1e300 at Δ = 1e-300 asks for σ ≈ 1e-450, which rounds to 0)."""
+    if not 2.2250738585072014e-308 <= sigma < math.inf:
+        raise DpcalcError(f"the noise σ for --epsilon {epsilon:g} at --sensitivity "
+                          f"{sensitivity:g} is outside the float range (about 1e-308 to "
+                          f"1e308); rescale --sensitivity")
+    return sigma
 
 
 def classic_gaussian_is_valid(epsilon: float) -> bool:

@@ -24,6 +24,7 @@ import numpy as np
 from dpcalc.numerics.special_functions import log_ndtr, ndtri
 
 from dpcalc.models.mixture import ADD, REMOVE
+from dpcalc.errors import DpcalcError
 from dpcalc.numerics.log_masses import log_diff
 
 CELLS = 1 << 14
@@ -51,7 +52,7 @@ class DiscretePair:
     def _order(self, direction: str) -> np.ndarray:
         """The cells in increasing order of the loss in ``direction``."""
         if direction not in self.directions:
-            raise ValueError(f"direction must be one of {self.directions}")
+            raise DpcalcError(f"direction must be one of {self.directions}")
         return np.argsort(self._loss if direction == REMOVE else -self._loss, kind="stable")
 
     def _sorted(self, direction: str):

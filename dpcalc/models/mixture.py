@@ -18,6 +18,7 @@ import numpy as np
 from dpcalc.numerics.special_functions import log_ndtr
 
 from dpcalc.errors import DpcalcError
+from dpcalc.params import check_range, float_array, shown
 
 REMOVE = "remove"
 ADD = "add"
@@ -30,6 +31,20 @@ def _logsumexp_rows(terms: np.ndarray) -> np.ndarray:
     shift = np.where(np.isfinite(peak), peak, 0.0)
     with np.errstate(divide="ignore", under="ignore"):
         return shift + np.log(np.exp(terms - shift).sum(axis=0))
+
+
+def check_direction(direction, directions) -> str:
+    """``direction`` if it is one of ``directions``, else a DpcalcError."""
+    if not isinstance(direction, str) or direction not in directions:
+        raise DpcalcError(f"direction must be one of {', '.join(directions)}; got {shown(direction)}")
+    return direction
+
+
+def _finite_array(values, flag: str) -> np.ndarray:
+    array = float_array(values, flag, "finite numbers")
+    if not np.all(np.isfinite(array)):
+        raise DpcalcError(f"{flag} must be finite numbers; got an infinite one")
+    return array
 
 
 class GaussianMixturePair:
@@ -47,18 +62,14 @@ class GaussianMixturePair:
     directions = DIRECTIONS
 
     def __init__(self, weights, noise_multiplier: float, prune: float = 0.0):
-        try:
-            weights = np.asarray(weights, dtype=float)
-            sigma = float(noise_multiplier)
-        except (TypeError, ValueError):
-            raise DpcalcError("a mixture pair needs numeric weights and noise multiplier") from None
+        weights = float_array(weights, "weights", "finite numbers >= 0")
+        sigma = check_range(noise_multiplier, "noise multiplier", 1e-100, 1e100, low_open=False,
+                            high_open=False)  # σ² must stay a finite, normal, non-zero float
+        prune = check_range(prune, "prune", 0.0, 1.0, low_open=False)
         if (weights.ndim != 1 or weights.size < 2 or not np.all(np.isfinite(weights))
                 or np.any(weights < 0) or not weights[1:].sum() > 0):
             raise DpcalcError("mixture weights must be finite, >= 0, over j = 0..k (k >= 1), with "
                               "some weight at j >= 1")
-        if not 1e-100 <= sigma <= 1e100:  # σ² must stay a finite, normal, non-zero float
-            raise DpcalcError(f"noise multiplier must be a number in [1e-100, 1e100]; got "
-                              f"{noise_multiplier!r}")
         weights = weights / weights.sum()
         self.dropped = 0.0
         if prune > 0.0 and weights.size > 2:
@@ -77,7 +88,8 @@ class GaussianMixturePair:
     @classmethod
     def subsampled_gaussian(cls, sampling_rate: float, noise_multiplier: float):
         """One DP-SGD step with Poisson sampling: p = (1 − q, q)."""
-        return cls([1.0 - sampling_rate, sampling_rate], noise_multiplier)
+        rate = check_range(sampling_rate, "sampling_rate", 0.0, 1.0, high_open=False)
+        return cls([1.0 - rate, rate], noise_multiplier)
 
     @property
     def gaussian_mu(self) -> float | None:
@@ -102,7 +114,7 @@ class GaussianMixturePair:
 
     def loss(self, x) -> np.ndarray:
         """g(x) = ln(B(x)/A(x)), the remove-direction privacy loss at output x."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
+        x = np.atleast_1d(_finite_array(x, "x (outputs)"))
         return _logsumexp_rows(self._exponents(x))
 
     def inverse_loss(self, loss_values) -> np.ndarray:
@@ -116,7 +128,7 @@ class GaussianMixturePair:
         (one component dominates), so a few steps suffice. Refined to ~1e-14 since a
         loose inverse understates δ.
         """
-        eps = np.atleast_1d(np.asarray(loss_values, dtype=float))
+        eps = np.atleast_1d(float_array(loss_values, "loss_values", "numbers (not NaN)"))
         sigma2 = self.noise_multiplier**2
         out = np.full(eps.shape, -np.inf)
         valid = eps > self.loss_floor
@@ -190,9 +202,8 @@ class GaussianMixturePair:
         remove: P = B, Q = A, L > e ⟺ x > g⁻¹(e).
         add:    P = A, Q = B, L > e ⟺ x < g⁻¹(−e).
         """
-        grid = np.asarray(grid, dtype=float)
-        if direction not in DIRECTIONS:
-            raise ValueError(f"direction must be one of {DIRECTIONS}")
+        check_direction(direction, DIRECTIONS)
+        grid = float_array(grid, "grid", "loss values (numbers, not NaN)")
         # remove: x = g⁻¹(e); add: x = g⁻¹(−e), −inf where −e ≤ ln p_0 (L > e never happens)
         x = self.inverse_loss(grid if direction == REMOVE else -grid)
         upper, lower = self._log_component_cdfs(x)
@@ -212,7 +223,10 @@ class GaussianMixturePair:
         normal masses without cancellation (gauss_intervals.py)."""
         from dpcalc.numerics.gauss_intervals import log_normal_masses
 
-        edges = np.asarray(edges, dtype=float)
+        check_direction(direction, DIRECTIONS)
+        edges = float_array(edges, "edges", "loss values (numbers, not NaN)")
+        if edges.ndim != 1 or edges.size < 1:
+            raise DpcalcError("edges must be a non-empty list of loss values")
         if direction == REMOVE:  # L = g(x) > e ⟺ x > g⁻¹(e): bucket (x_k, x_{k+1}]
             roots = self.inverse_loss(edges)
             lower_ends, upper_ends = roots[:-1], roots[1:]
@@ -229,6 +243,8 @@ class GaussianMixturePair:
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         """Loss values at the ends of the output window [−Kσ, k + Kσ] (K = half_width)."""
+        check_direction(direction, DIRECTIONS)
+        half_width = check_range(half_width, "half_width", 0.0, 1e6, high_open=False)
         sigma = self.noise_multiplier
         ends = np.array([-half_width * sigma, self.max_shift + half_width * sigma])
         g_low, g_high = self.loss(ends)
@@ -238,6 +254,7 @@ class GaussianMixturePair:
 
     def loss_moments(self, direction: str) -> tuple[float, float]:
         """Mean and standard deviation of L under P (trapezoid rule; used to pick a grid)."""
+        check_direction(direction, DIRECTIONS)
         sigma = self.noise_multiplier
         x = np.linspace(-12.0 * sigma, self.max_shift + 12.0 * sigma, 801)
         log_a = -0.5 * (x / sigma) ** 2

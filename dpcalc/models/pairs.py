@@ -116,7 +116,7 @@ class ReplaceOnePair:
     def log_tails(self, direction: str, grid) -> tuple:
         """log P(L > e), log P(L ≤ e), log Q(L > e), log Q(L ≤ e) for each e in ``grid``."""
         if direction != REPLACE:
-            raise ValueError(f"direction must be {REPLACE!r}")
+            raise DpcalcError(f"direction must be {REPLACE!r}")
         x = self.inverse_loss(grid)
         sigma = self.noise_multiplier
         log_rate = math.log(self.sampling_rate)
@@ -135,7 +135,7 @@ class ReplaceOnePair:
         from dpcalc.numerics.gauss_intervals import log_normal_masses
 
         if direction != REPLACE:
-            raise ValueError(f"direction must be {REPLACE!r}")
+            raise DpcalcError(f"direction must be {REPLACE!r}")
         edges = np.asarray(edges, dtype=float)
         roots = self.inverse_loss(edges)
         sigma, rate = self.noise_multiplier, self.sampling_rate
@@ -196,7 +196,7 @@ class SplicedPair:
             return self.upper, self.mirrored
         if direction == ADD:
             return self.mirrored, self.upper
-        raise ValueError(f"direction must be one of {(REMOVE, ADD)}")
+        raise DpcalcError(f"direction must be one of {(REMOVE, ADD)}")
 
     def log_tails(self, direction: str, grid) -> tuple:
         """log P(L > e), log P(L ≤ e), log Q(L > e), log Q(L ≤ e) for each e in ``grid``."""
@@ -272,7 +272,7 @@ class SymmetrisedPair(SplicedPair):
 
     def log_tails(self, direction: str, grid) -> tuple:
         if direction != REPLACE:
-            raise ValueError(f"direction must be {REPLACE!r}")
+            raise DpcalcError(f"direction must be {REPLACE!r}")
         return super().log_tails(REMOVE, grid)
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
@@ -280,7 +280,7 @@ class SymmetrisedPair(SplicedPair):
 
     def log_bucket_masses(self, direction: str, edges) -> tuple:
         if direction != REPLACE:
-            raise ValueError(f"direction must be {REPLACE!r}")
+            raise DpcalcError(f"direction must be {REPLACE!r}")
         return super().log_bucket_masses(REMOVE, edges)
 
     def loss_moments(self, direction: str) -> tuple[float, float]:

@@ -74,8 +74,8 @@ class RevealedMixturePair:
     def _items(self, direction: str):
         try:
             return self.components[direction]
-        except KeyError:
-            raise ValueError(f"direction must be one of {self.directions}") from None
+        except (KeyError, TypeError):
+            raise DpcalcError(f"direction must be one of {self.directions}") from None
 
     def log_tails(self, direction: str, grid) -> tuple:
         """log P̃(L > e), log P̃(L ≤ e), log Q̃(L > e), log Q̃(L ≤ e): the weighted log-sum of

@@ -30,6 +30,7 @@ Aliases that users of other tools type are accepted (``substitution``, ``wor``, 
 from __future__ import annotations
 
 from dpcalc.errors import DpcalcError
+from dpcalc.params import shown
 
 POISSON = "poisson"
 FIXED = "fixed"
@@ -124,7 +125,7 @@ def parse_sampling(value, flag: str = "--sampling", allowed=SAMPLINGS) -> str:
     except TypeError:
         name = None
     if name is None or name not in allowed:
-        raise DpcalcError(f"{flag} must be one of {', '.join(allowed)}; got {value!r}")
+        raise DpcalcError(f"{flag} must be one of {', '.join(allowed)}; got {shown(value)}")
     return name
 
 
@@ -135,7 +136,7 @@ def parse_adjacency(value, flag: str = "--adjacency", allowed=ADJACENCIES) -> st
     except TypeError:
         name = None
     if name is None or name not in allowed:
-        raise DpcalcError(f"{flag} must be one of {', '.join(allowed)}; got {value!r}")
+        raise DpcalcError(f"{flag} must be one of {', '.join(allowed)}; got {shown(value)}")
     return name
 
 

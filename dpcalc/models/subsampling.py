@@ -14,17 +14,11 @@ import numpy as np
 from dpcalc.numerics import special_functions as special
 
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_count
+from dpcalc.params import check_count, check_nonnegative_or_inf, check_range
 
 
 def _check_unit_interval(value: float, flag: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"{flag} must be a number in [0, 1]; got {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise DpcalcError(f"{flag} must be in [0, 1]; got {value!r}")
-    return number
+    return check_range(value, flag, 0.0, 1.0, low_open=False, high_open=False)
 
 
 def amplify_poisson(epsilon: float, delta: float, sampling_rate: float) -> tuple[float, float]:
@@ -33,12 +27,7 @@ def amplify_poisson(epsilon: float, delta: float, sampling_rate: float) -> tuple
     Balle, Barthe, Gaboardi 2018, Thm 8 (add/remove relation; Li, Qardaji, Su 2012):
     (ln(1 + q(e^ε − 1)), qδ).
     """
-    try:
-        epsilon = float(epsilon)
-    except (TypeError, ValueError):
-        raise DpcalcError(f"--epsilon must be a number >= 0; got {epsilon!r}") from None
-    if not epsilon >= 0.0:
-        raise DpcalcError(f"--epsilon must be >= 0; got {epsilon!r}")
+    epsilon = check_nonnegative_or_inf(epsilon, "--epsilon")
     delta = _check_unit_interval(delta, "--delta")
     sampling_rate = _check_unit_interval(sampling_rate, "--q (sampling rate)")
     amplified_delta = sampling_rate * delta

@@ -47,7 +47,8 @@ from dpcalc.models.samplers import (ADD_REMOVE, FIXED, PAIR_SAMPLINGS, POISSON, 
 from dpcalc.models.schedule import Phase
 from dpcalc.models.truncated import BASE_DIRECTION, truncations
 from dpcalc.models.zero_out_pairs import fixed_zero_out_pair
-from dpcalc.errors import DpcalcError
+from dpcalc.errors import DpcalcError, InvalidResult
+from dpcalc.params import check_positive, check_sampling_rate, shown
 
 POISSON_FAMILY = "poisson"
 REPLACE_FAMILY = "replace"
@@ -70,6 +71,24 @@ class WorstCase:
     why: str
     components: tuple = field(default=(), compare=False)  # mixture: per instance ((w, case), …)
 
+    def __post_init__(self) -> None:
+        try:
+            self._check_fields()
+        except DpcalcError as error:
+            raise InvalidResult(str(error)) from None
+
+    def _check_fields(self) -> None:
+        if not all(hasattr(self.pair, name) for name in ("log_tails", "directions")):
+            raise DpcalcError(f"WorstCase pair must be a dominating pair (e.g. "
+                              f"GaussianMixturePair); got {shown(self.pair)}")
+        set_field = object.__setattr__
+        set_field(self, "sampling_rate", check_sampling_rate(self.sampling_rate, "sampling_rate"))
+        set_field(self, "noise_multiplier", check_positive(self.noise_multiplier, "noise_multiplier"))
+        set_field(self, "sensitivity", check_positive(self.sensitivity, "sensitivity"))
+        for name in ("family", "why"):
+            if not isinstance(getattr(self, name), str):
+                raise DpcalcError(f"WorstCase {name} must be text; got {shown(getattr(self, name))}")
+
     @property
     def effective_noise_multiplier(self) -> float:
         """σ/Δ: the noise of the equivalent sensitivity-1 Gaussian."""
@@ -78,6 +97,8 @@ class WorstCase:
 
 def worst_case(phase: Phase) -> WorstCase:
     """The dominating pair of one step of ``phase`` under its sampler and adjacency."""
+    if not isinstance(phase, Phase):
+        raise DpcalcError(f"worst_case takes a dpcalc Phase; got {type(phase).__name__}")
     if phase.sampling not in PAIR_SAMPLINGS:
         raise DpcalcError(f"--sampling {phase.sampling} has no dominating pair per step, which this "
                           f"needs (poisson, fixed or truncated-poisson); for {phase.sampling} batches `dpcalc epsilon`, "
@@ -111,7 +132,8 @@ def worst_case(phase: Phase) -> WorstCase:
         return WorstCase(SymmetrisedPair(base), rate, sigma, 2.0, REPLACE_FAMILY,
                          "fixed-size, replace-one: symmetrised ((1−γ)N(0)+γN(2C), N(0)) "
                          "(Dong, Roth, Su 2022 Thm 4.2)")
-    raise ValueError(f"no worst case for sampling {phase.sampling!r}, adjacency {phase.adjacency!r}")
+    raise AssertionError(f"no worst case for sampling {phase.sampling!r}, adjacency "
+                         f"{phase.adjacency!r}")  # Phase admits no other model: a bug
 
 
 def _truncated_worst_case(phase: Phase) -> WorstCase:

@@ -62,7 +62,7 @@ def _check(sampling_rate: float, noise_multiplier: float) -> tuple[float, float]
 
 def _check_direction(direction: str) -> None:
     if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}")
+        raise DpcalcError(f"direction must be one of {DIRECTIONS}")
 
 
 def fixed_zero_out_pair(sampling_rate: float, noise_multiplier: float) -> SplicedPair:

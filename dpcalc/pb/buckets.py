@@ -33,7 +33,8 @@ from dpcalc.pb.direction_pass import (  # noqa: F401 (re-exported)
     _ABSOLUTE_GAP, compose_fitting, settled, tighter)
 from dpcalc.pld.chernoff import rounding_slack
 from dpcalc.pld.pld import LOWER, UPPER, GridTooLarge  # noqa: F401 (re-exported)
-from dpcalc.params import check_count, check_delta, check_nonnegative, check_positive
+from dpcalc.params import (check_count, check_delta, check_nonnegative, check_nonnegative_or_inf,
+                           check_positive)
 
 DEFAULT_TOLERANCE = 0.01
 # Chance that the summed rounding errors of the lower bound exceed η, relative to δ.
@@ -74,8 +75,12 @@ class PldBounds:
 
 def _check_phase_list(phases) -> PhaseList:
     """A non-empty list of (pair, steps ≥ 1) with a common neighbouring relation."""
+    if isinstance(phases, (str, bytes, dict)):
+        raise DpcalcError("phases must be a list of (dominating pair, steps) tuples")
     try:
         checked = [(pair, check_count(steps, "--steps", maximum=MAX_STEPS)) for pair, steps in phases]
+    except DpcalcError:
+        raise
     except (TypeError, ValueError):
         raise DpcalcError("phases must be a list of (dominating pair, steps) tuples") from None
     if not checked:
@@ -104,6 +109,9 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     phases = _check_phase_list(phases)
     delta = check_delta(delta)
     tolerance = check_positive(tolerance, "--tolerance")
+    max_refined_points = check_count(max_refined_points, "max_refined_points")
+    if epsilon_hint is not None:
+        epsilon_hint = check_nonnegative_or_inf(epsilon_hint, "epsilon_hint")
     total_steps = sum(steps for _, steps in phases)
     half_width = tail_half_width(total_steps, delta)
     tail_mass = TAIL_FRACTION * delta

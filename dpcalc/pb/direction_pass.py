@@ -12,7 +12,7 @@ from dpcalc.pld.chernoff import rounding_slack
 from dpcalc.pld.discretise import discretise
 from dpcalc.pld.fft_compose import compose
 from dpcalc.pld.jumps import split_bounds
-from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge
+from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge, PrecisionLost
 from dpcalc.pld.tilt import compose_tilted, saddle_tilt
 
 from dpcalc.pb.first_grid import PhaseList
@@ -85,6 +85,8 @@ def tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float
                 upper = tilted_upper
         except GridTooLarge as too_large:
             windows[UPPER] = too_large.points_needed
+        except PrecisionLost:  # this tilt certifies nothing: the bounds in hand stand
+            pass
     # The lower composition is read at raw = ε + slack (the slack only shifts the result),
     # so its window guarantee must hold from valid_from + slack on.
     lower_valid_from = valid_from + slack
@@ -105,6 +107,8 @@ def tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float
                 lower = raw - slack
         except GridTooLarge as too_large:
             windows[LOWER] = too_large.points_needed
+        except PrecisionLost:
+            pass
     return upper, lower
 
 
@@ -116,7 +120,7 @@ def split_direction_bounds(phases: PhaseList, direction: str, delta: float, fail
     try:
         split = split_bounds(phases, direction, delta, failure, tail_mass, half_width,
                              single_steps, target, valid_from, tolerance, loose_aim)
-    except GridTooLarge:
+    except (GridTooLarge, PrecisionLost):
         split = None
     return split if split is not None else (math.inf, 0.0)
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.numerics import fourier
+from dpcalc.pld.pld import PrecisionLost
 
 UNIT_ROUNDOFF = 2.0**-53
 _MIXED_RADIX_MARGIN = 4.0
@@ -118,6 +119,8 @@ def input_error_terms(errors_with_steps) -> tuple[float, float]:
         log_mass += steps * math.log(scaled) if scaled > 0 else 0.0
         log_small += steps * math.log1p(error.small / scaled) if scaled > 0 else 0.0
     absolute = math.exp(min(log_mass, 700.0)) * math.expm1(min(log_small, 700.0))
+    if not log_relative < 709.0:  # e^709: the relative bound itself overflows float64
+        raise PrecisionLost(f"relative float-error bound e^{log_relative:.3g} of a composition")
     return math.expm1(log_relative), absolute
 
 

@@ -28,6 +28,13 @@ class GridTooLarge(Exception):
         self.points_needed = points_needed
 
 
+class PrecisionLost(ArithmeticError):
+    """The float-error bound of a composition is no longer a float (its relative term
+    exceeds e^709, e.g. 10^8 steps of an input whose rounding is 1e-5 relative): the
+    composition certifies nothing. A pass that is optional (tilted, split) is skipped; the
+    plain pass lets it through, and the accountant reports the failure (never a number)."""
+
+
 @dataclass
 class DiscretePld:
     """One step's PLD on the grid (offset + i)·grid_step, i = 0..len(pmf)−1, plus +∞."""

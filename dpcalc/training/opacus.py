@@ -33,7 +33,7 @@ import math
 from dpcalc.models.samplers import ADD_REMOVE, POISSON
 from dpcalc.training.accountant import PrivacyAccountant
 from dpcalc.errors import DpcalcError
-from dpcalc.params import check_count, check_positive, check_sampling_rate
+from dpcalc.params import check_count, check_positive, check_sampling_rate, shown
 
 MECHANISM = "dpcalc-pb"
 NOT_POISSON = ("poisson_sampling=False keeps your DataLoader, which shuffles and cuts fixed-size "
@@ -160,14 +160,23 @@ class OpacusAccountant(PrivacyAccountant):
         rate = check_sampling_rate(sample_rate, "sample_rate")
 
         def hook(optimizer) -> None:
+            if not hasattr(optimizer, "noise_multiplier"):
+                raise DpcalcError(f"the optimizer hook needs a DP optimizer with a "
+                                  f"noise_multiplier (Opacus's DPOptimizer); got "
+                                  f"{type(optimizer).__name__}")
             accumulated = getattr(optimizer, "accumulated_iterations", 1) or 1
+            accumulated = check_count(accumulated, "optimizer.accumulated_iterations")
             self.step(noise_multiplier=optimizer.noise_multiplier,
-                      sample_rate=rate * accumulated)
+                      sample_rate=check_sampling_rate(rate * accumulated,
+                                                      "sample_rate × accumulated_iterations"))
 
         return hook
 
     def state_dict(self, destination: dict | None = None) -> dict:
         """{"history", "mechanism", "sampling", "adjacency"} for a checkpoint."""
+        if destination is not None and not isinstance(destination, dict):
+            raise DpcalcError(f"state_dict's destination must be a dict or None; got "
+                              f"{type(destination).__name__}")
         state = {} if destination is None else destination
         state.update(history=self.history, mechanism=self.mechanism(), sampling=self.sampling,
                      adjacency=self.adjacency)
@@ -179,17 +188,21 @@ class OpacusAccountant(PrivacyAccountant):
             raise DpcalcError("load_state_dict needs a dict with a 'history' list")
         mechanism = state_dict.get("mechanism", MECHANISM)
         if mechanism != MECHANISM:
-            raise DpcalcError(f"this checkpoint is for the {mechanism!r} accountant, not "
+            raise DpcalcError(f"this checkpoint is for the {shown(mechanism)} accountant, not "
                               f"{MECHANISM!r}")
         restored = OpacusAccountant(state_dict.get("sampling", self.sampling),
                                     state_dict.get("adjacency", self.adjacency),
                                     tolerance=self.tolerance)
-        for entry in state_dict["history"]:
+        history = state_dict["history"]
+        if isinstance(history, (str, bytes, dict)) or not hasattr(history, "__iter__"):
+            raise DpcalcError(f"load_state_dict needs a 'history' list of (noise_multiplier, "
+                              f"sample_rate, steps); got {shown(history)}")
+        for entry in history:
             try:
                 noise_multiplier, sample_rate, steps = entry
             except (TypeError, ValueError):
                 raise DpcalcError(f"history entries are (noise_multiplier, sample_rate, steps); "
-                                  f"got {entry!r}") from None
+                                  f"got {shown(entry)}") from None
             restored.step(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
         self.sampling, self.adjacency = restored.sampling, restored.adjacency
         self._phases, self._answers = restored._phases, {}

@@ -27,9 +27,10 @@ from dpcalc.cli.compare.sweep import (MAX_SWEEP_POINTS, Point, Sweep, build_swee
                                       parse_samplings, parse_sweep)
 from dpcalc.cli.parallel import points_map
 from dpcalc.cli.progress import counted_progress
-from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record,
-                                       result_notes, show_kind)
-from dpcalc.cli.output.render import Column, OutputFormat, Report, emit, plain_upper, show_lower, show_upper
+from dpcalc.cli.output.records import (APPROXIMATION, INPUT_LABELS, epsilon_record, result_notes,
+                                       short_kind)
+from dpcalc.cli.output.render import (Column, OutputFormat, Report, check_failed_records, emit,
+                                      plain_upper, show_lower, show_upper)
 from dpcalc.cli.schedule_options import model_footnote, model_inputs
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_count, check_delta, check_positive
@@ -147,8 +148,8 @@ def _show_ratio(value: float | None) -> str:
     return f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-def _kind(value: str) -> str:
-    return {CERTIFIED: "certified", APPROXIMATION: "approx."}.get(value, show_kind(value))
+def _kind_word(kind) -> str:
+    return "approx." if kind == APPROXIMATION else short_kind(kind)
 
 
 def _single_report(records: list[dict], results: list[EpsilonResult], inputs: dict,
@@ -160,7 +161,7 @@ def _single_report(records: list[dict], results: list[EpsilonResult], inputs: di
         Column("ε", "epsilon", show_upper),
         Column("lower", "epsilon_lower", show_lower),
         Column("ratio", "ratio_to_tightest", _show_ratio),
-        Column("kind", "kind", _kind, justify="left"),
+        Column("kind", "kind", _kind_word, justify="left"),
         Column("notes", "method", justify="left"),
     ]
     lines = ["Sorted by ε. ratio: ε / the tightest certified ε (of the same sampler). Certified "
@@ -285,6 +286,7 @@ def compare_command(
     pb_tolerance = check_positive(tolerance, "--tolerance")
     gate = parse_max_epsilon(max_epsilon)
     names = accountant_names() if not accountant else opt.accountants(accountant)
+    opt.warn_plot_only(plot, x_scale=x_scale)
     if plot is not None:
         from dpcalc.cli.output.plots import check_plot_path
 
@@ -334,6 +336,7 @@ def compare_command(
     if output_format == CompareFormat.csv:
         with output_may_close():
             write_csv(flat)
+        check_failed_records(flat, names[0])
         enforce(budget)
     elif sweep.swept is None or output_format != CompareFormat.table:
         footnotes = list(steps_notes)
@@ -342,7 +345,7 @@ def compare_command(
             footnotes.append(_ABADI_FOOTNOTE)
         flat_results = [result for results in all_results for result in results]
         report = _single_report(flat, flat_results, inputs, footnotes, several)
-        report.budget = budget
+        report.budget, report.answer = budget, names[0]
         emit(report, OutputFormat(output_format.value))
     else:
         model_line = ([model_footnote(inputs)] if not several else
@@ -352,6 +355,7 @@ def compare_command(
         report.budget = budget
         with output_may_close():
             print_wide_table(report)
+        check_failed_records(flat, names[0])
         enforce(budget)
 
 

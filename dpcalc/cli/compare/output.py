@@ -45,9 +45,10 @@ def _rows_by_x(sweep: Sweep, per_point: list[list[dict]]) -> list[dict]:
                                                             "steps": point.steps})
         for record in records:
             key = series_key(record, several)
-            row[key] = record["epsilon"]
+            row[key], row[f"{key} kind"] = record["epsilon"], record["kind"]
             if record["accountant"] == "pb":
                 row[f"{key} low"] = record["epsilon_lower"]
+                row[f"{key} low kind"] = record["kind"]
     return list(rows.values())
 
 

@@ -22,8 +22,8 @@ from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
 from dpcalc.cli.parallel import points_map
 from dpcalc.cli.progress import counted_progress
 from dpcalc.cli.output.records import APPROXIMATION, CERTIFIED, INPUT_LABELS, epsilon_record
-from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
-                                      show_upper, warn)
+from dpcalc.cli.output.render import (ERROR, Column, OutputFormat, Report, emit, plain_upper,
+                                      show_lower, show_upper, warn)
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_delta, check_noise_multiplier, check_positive,
                            epoch_steps, resolve_steps)
@@ -68,8 +68,9 @@ TARGET_EPSILON = typer.Option(None, *opt.TARGET_EPSILON_NAMES, "-e", metavar="FL
 PLOT = typer.Option(None, "--plot", metavar="FILE",
                     help="Also draw a figure (.png or .svg; needs matplotlib, pip install "
                          "'dpcalc-privacy\\[plot]'); which one: --plot-kind.")
-PLOT_KIND = typer.Option(PlotKind.compositions, "--plot-kind", case_sensitive=False,
-                         help="compositions: ε over 2^0…2^16 steps per k and method; k: pb ε over k "
+PLOT_KIND = typer.Option(None, "--plot-kind", case_sensitive=False,
+                         help="With --plot (default compositions): compositions: ε over 2^0…2^16 "
+                              "steps per k and method; k: pb ε over k "
                               "for σ, 2σ, 4σ at --steps; distributions: the worst-case densities A "
                               "and B for the largest k; all: the three, as FILE's stem + "
                               "-compositions, -k, -distributions.")
@@ -128,11 +129,16 @@ def _plot_paths(plot: str, kind: PlotKind) -> dict[str, Path]:
     if kind != PlotKind.all:
         return {kind.value: target}
     kinds = (PlotKind.compositions, PlotKind.k, PlotKind.distributions)
-    return {each.value: target.with_name(f"{target.stem}-{each.value}{target.suffix}") for each in kinds}
+    paths = {each.value: target.with_name(f"{target.stem}-{each.value}{target.suffix}")
+             for each in kinds}
+    for each in paths.values():  # each file it will write, before any computing
+        check_plot_path(str(each))
+    return paths
 
 
 # --------------------------------------------------------------------------- records
 _SHORT_KIND = {CERTIFIED: "certified", APPROXIMATION: "approximation", NOT_APPLICABLE: "n/a",
+               ERROR: ERROR,
                NO_CERTIFICATE: "none found", "seed model": "seed's model (not for this run)"}
 
 
@@ -143,7 +149,7 @@ def group_record(k: int, result) -> dict:
     if result.accountant == "seed":
         record["kind"] = "seed model"
         record["applies"] = False
-    if result.epsilon is None:
+    if result.epsilon is None and not result.failed:
         found_none = any(note.startswith(NO_CERTIFICATE) for note in result.notes)
         record["kind"] = NO_CERTIFICATE if found_none else NOT_APPLICABLE
     return record
@@ -246,7 +252,7 @@ def group_command(
     target_epsilon: Optional[str] = TARGET_EPSILON,
     tolerance: str = opt.TOLERANCE,
     plot: Optional[str] = PLOT,
-    plot_kind: PlotKind = PLOT_KIND,
+    plot_kind: Optional[PlotKind] = PLOT_KIND,
     max_epsilon: Optional[str] = opt.MAX_EPSILON,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
@@ -305,7 +311,8 @@ def group_command(
         raise DpcalcError(f"--k with {len(k_values)} values at {step_count} steps exceeds pb's work "
                           f"limit (k values × steps ≤ {_PB_WORK_LIMIT:.0e}): give fewer --k values "
                           "or fewer --steps, or --method rdp-overapprox,group-conversion,rdp-group")
-    paths = _plot_paths(plot, plot_kind) if plot is not None else {}
+    opt.warn_plot_only(plot, plot_kind=plot_kind)
+    paths = _plot_paths(plot, plot_kind or PlotKind.compositions) if plot is not None else {}
     setting = group.GroupSetting(k_values[0], batch, dataset, noise, step_count, model_sampling,
                                  relation)
     opt.warn_large_delta(target_delta, dataset)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -45,7 +46,27 @@ def check_plot_path(path: str) -> Path:
         raise DpcalcError(f"--plot FILE cannot be used: {error.strerror or error}") from None
     if not writable:
         raise DpcalcError(f"--plot FILE cannot be written: {path!r}")
+    _try_writing(target, path)
     return target
+
+
+def _try_writing(target: Path, path) -> None:
+    """Open FILE for writing now, before any computing: os.access says yes to root (and on
+    /proc) where the write itself fails. An existing file is opened for appending, so left
+    as it is; a new one is removed again."""
+    existed = target.exists()
+    try:
+        with open(target, "ab"):
+            pass
+    except OSError as error:
+        raise DpcalcError(f"--plot FILE cannot be written: {str(path)!r} "
+                          f"({error.strerror or error})") from None
+    finally:
+        if not existed:
+            try:
+                target.unlink()
+            except OSError:
+                pass
 
 
 def _finite(values) -> list[float]:
@@ -62,6 +83,11 @@ def _spans(values: list[float]) -> bool:
 
 
 def _import_figure():
+    # dpcalc only writes files, through Figure (no pyplot, no window): no interactive backend
+    # is needed, and an invalid MPLBACKEND in the environment (matplotlib validates it on
+    # import: MPLBACKEND=bogus was a traceback) must not stop a .png from being written.
+    if "matplotlib" not in sys.modules:
+        os.environ["MPLBACKEND"] = "agg"
     try:
         from matplotlib.figure import Figure
     except ImportError:

@@ -2,29 +2,40 @@
 from __future__ import annotations
 
 from dpcalc.accountants.result import EpsilonResult
-from dpcalc.cli.output.render import Column, plain_upper, show_lower, show_number, show_upper
+from dpcalc.cli.output.render import (ERROR, Column, plain_upper, show_lower, show_number,
+                                      show_upper)
 
 CERTIFIED = "certified upper bound"
 APPROXIMATION = "approximation"
 NOT_APPLICABLE_KIND = "not applicable"
-FAILED = "failed"
-# the table's word for each kind
+# kind → the kind column's word; ERROR: the accountant failed inside (a bug, no answer)
 KIND_WORDS = {CERTIFIED: "certified", APPROXIMATION: "approximation",
-              NOT_APPLICABLE_KIND: "not applicable", FAILED: "failed"}
+              NOT_APPLICABLE_KIND: "not applicable", ERROR: ERROR}
 
 
-def row_kind(certified: bool, value, notes) -> str:
-    """A row's kind: a certificate or an approximation where it has a value; else "not
-    applicable" (its first note says why, and a nearest certified model's figure may
-    follow) or "failed"."""
+def row_kind(certified: bool, value, notes=(), failed: bool = False) -> str:
+    """A row's kind: "error" where the accountant failed inside (a bug: no answer); a
+    certificate or an approximation where it has a value; else "not applicable" (its first
+    note says why, and a nearest certified model's figure may follow)."""
+    if failed:
+        return ERROR
     if value is not None:
         return CERTIFIED if certified else APPROXIMATION
-    first = next(iter(notes), "")
-    return NOT_APPLICABLE_KIND if str(first).startswith("not applicable") else FAILED
+    return NOT_APPLICABLE_KIND
 
 
-def show_kind(kind: str) -> str:
-    return KIND_WORDS.get(kind, str(kind))
+def kind_of(certified: bool, failed: bool = False) -> str:
+    """The kind of a record that holds a value (or failed inside): certified upper bound,
+    approximation, or error."""
+    return ERROR if failed else CERTIFIED if certified else APPROXIMATION
+
+
+def show_kind(kind) -> str:
+    return KIND_WORDS.get(kind, "" if kind is None else str(kind))
+
+
+short_kind = show_kind
+KIND_COLUMN = Column("kind", "kind", show_kind, justify="left")
 
 
 def result_notes(results: list[EpsilonResult]) -> list[str]:
@@ -42,8 +53,8 @@ def epsilon_record(result: EpsilonResult) -> dict:
         "epsilon": result.epsilon,
         "epsilon_upper": result.epsilon_upper,
         "epsilon_lower": result.epsilon_lower,
-        "certified": result.certified and result.epsilon is not None,
-        "kind": row_kind(result.certified, result.epsilon, result.notes),
+        "certified": result.certified and result.epsilon is not None and not result.failed,
+        "kind": row_kind(result.certified, result.epsilon, result.notes, result.failed),
         "order": result.order,
         "notes": list(result.notes),
         "details": dict(result.details),
@@ -58,7 +69,7 @@ EPSILON_COLUMNS = [
     Column("accountant", "accountant", justify="left"),
     Column("ε", "epsilon", show_upper),
     Column("lower bound", "epsilon_lower", show_lower),
-    Column("kind", "kind", show_kind, justify="left"),
+    KIND_COLUMN,
     Column("order α", "order", _order),
 ]
 
@@ -68,5 +79,5 @@ INPUT_LABELS = {"q": "q", "batch_size": "B", "dataset_size": "N", "sigma": "σ",
                 "steps": "steps", "delta": "δ", "epsilon": "ε", "k": "k", "max_batch_size": "M",
                 "model": None, "unit": None, "drop_last": None}
 
-__all__ = ["EPSILON_COLUMNS", "EPSILON_PLAIN", "INPUT_LABELS", "epsilon_record", "result_notes",
-           "show_number"]
+__all__ = ["EPSILON_COLUMNS", "EPSILON_PLAIN", "INPUT_LABELS", "KIND_COLUMN", "epsilon_record",
+           "kind_of", "result_notes", "short_kind", "show_number"]

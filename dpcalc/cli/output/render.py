@@ -12,6 +12,10 @@ from dpcalc.cli.output.numbers import (  # noqa: F401 (re-exported)
     NOT_APPLICABLE, plain_lower, plain_upper, show_lower, show_number, show_upper)
 
 
+# The kind of a result row whose accountant failed inside (a bug): never an answer.
+ERROR = "error"
+
+
 class OutputFormat(str, Enum):
     table = "table"
     json = "json"
@@ -42,6 +46,14 @@ class Report:
     input_labels: dict = field(default_factory=dict)
     budget: Any = None  # dpcalc.cli.output.budget.Budget when --max-epsilon was given
     extra: dict = field(default_factory=dict)  # more top-level JSON keys (e.g. "alternatives")
+    # The accountant (or method) whose ε is the command's answer, the one --max-epsilon
+    # gates: its failure is the command's (exit 70). Default: the budget's, else the first row's.
+    answer: str | None = None
+
+
+class AccountantFailed(RuntimeError):
+    """The accountant whose ε the command reports failed inside (a bug): cli/app.py prints
+    one line and exits with its internal-error code, after the output showed the row."""
 
 
 # --- JSON ---------------------------------------------------------------------------------
@@ -79,9 +91,19 @@ def to_json(report: Report) -> str:
 
 # --- plain --------------------------------------------------------------------------------
 def to_plain(report: Report) -> str:
-    """The bare numbers: one line per result and plain column."""
-    return "\n".join(column.show(result.get(column.key))
+    """The bare numbers: one line per result and plain column ("error" where an accountant
+    failed inside: never n/a, which means "does not apply")."""
+    return "\n".join(_cell(column, result)
                      for result in report.results for column in report.plain_columns)
+
+
+def _cell(column: Column, result: dict) -> str:
+    """What ``column`` shows for ``result``: a row of an accountant that failed inside
+    (kind "error") reads "error" where it would read n/a."""
+    shown = column.show(result.get(column.key))
+    if shown == NOT_APPLICABLE and ERROR in (result.get("kind"), result.get(f"{column.key} kind")):
+        return ERROR
+    return shown
 
 
 # --- table --------------------------------------------------------------------------------
@@ -108,29 +130,34 @@ def print_table(report: Report, console=None) -> None:
 
     from dpcalc.cli.output.table_layout import fit_columns
 
+    from dpcalc.cli.output.glyphs import cannot_show_glyphs, to_ascii
+
     console = console or Console()
-    cells = [[column.header] + [column.show(result.get(column.key)) for result in report.results]
+    plain = cannot_show_glyphs(console.file)  # e.g. PYTHONIOENCODING=ascii: ASCII stand-ins
+    text = to_ascii if plain else (lambda words: words)
+    cells = [[text(column.header)] + [text(_cell(column, result)) for result in report.results]
              for column in report.columns]
     tables = fit_columns(cells, console.width)
     for number, fitted in enumerate(tables):
         last = number == len(tables) - 1
         title = report.title if len(tables) == 1 else f"{report.title} ({number + 1}/{len(tables)})"
-        caption = escape(_inputs_line(report)) if last and len(tables) == 1 else None
+        title = text(title)
+        caption = escape(text(_inputs_line(report))) if last and len(tables) == 1 else None
         table = Table(title=escape(title), caption=caption, caption_justify="left",
                       show_lines=False)
         for fit in fitted:
             column = report.columns[fit.index]
-            table.add_column(escape(column.header), justify=column.justify, overflow="fold",
+            table.add_column(escape(cells[fit.index][0]), justify=column.justify, overflow="fold",
                              width=fit.width)
         for row in range(len(report.results)):
             table.add_row(*(escape(cells[fit.index][row + 1]) for fit in fitted))
         console.print(table)
     if len(tables) > 1:  # the inputs line, wrapped to the console rather than one table
-        console.print(escape(_inputs_line(report)), highlight=False)
+        console.print(escape(text(_inputs_line(report))), highlight=False)
     for note in report.footnotes:
-        console.print(f"[dim]{escape(note)}[/dim]", highlight=False)
+        console.print(f"[dim]{escape(text(note))}[/dim]", highlight=False)
     if report.budget is not None:
-        console.print(escape(report.budget.line()), highlight=False)
+        console.print(escape(text(report.budget.line())), highlight=False)
 
 
 def emit(report: Report, output_format: OutputFormat) -> None:
@@ -146,7 +173,37 @@ def emit(report: Report, output_format: OutputFormat) -> None:
             sys.stdout.write(text + ("\n" if text else ""))
         else:
             print_table(report)
+    check_failures(report)
     enforce(report.budget)
+
+
+def _row_name(record: dict):
+    return record.get("accountant", record.get("method"))
+
+
+def check_failures(report: Report) -> None:
+    """Rows of kind "error" (an accountant failed inside): AccountantFailed when one is the
+    command's answer (``report.answer``), else one warning line per failed accountant."""
+    answer = report.answer
+    if answer is None and report.results:
+        answer = report.budget.accountant if report.budget is not None else _row_name(report.results[0])
+    check_failed_records(report.results, answer)
+
+
+def check_failed_records(records: list[dict], answer: str | None) -> None:
+    """check_failures on bare records: ``answer`` names the accountant whose ε is the answer."""
+    failed = [record for record in records if record.get("kind") == ERROR]
+    for record in failed:
+        if _row_name(record) == answer:
+            raise AccountantFailed(f"accountant {answer} failed inside: {_error_text(record)}")
+    for name in dict.fromkeys(_row_name(record) for record in failed):
+        record = next(record for record in failed if _row_name(record) == name)
+        warn(f"{name} failed inside (a dpcalc bug; its rows read 'error'): {_error_text(record)}")
+
+
+def _error_text(record: dict) -> str:
+    notes = [note for note in record.get("notes", ()) if str(note).startswith("internal error: ")]
+    return notes[0][len("internal error: "):] if notes else "no detail"
 
 
 def warn(message: str) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 
 from dpcalc.cli.simulate.model import EpochRow
 from dpcalc.cli.simulate.setup import LIVE_ACCOUNTANTS
+from dpcalc.errors import DpcalcError
 
 if TYPE_CHECKING:
     from dpcalc.accountants.result import EpsilonResult
@@ -213,7 +214,14 @@ def group_setting(group_size: int, batch_size: int, n_train: int, noise_multipli
                   steps: int, model: tuple[str, str] = ("poisson", "add-remove")):
     """The k-record worst case under the run's model at q = B/N_train (validates --k)."""
     from dpcalc.group.pairs import GroupSetting
+    from dpcalc.models.samplers import ADD_REMOVE, REPLACE_ONE, SIMPLE_SAMPLINGS
 
+    sampling, adjacency = model
+    if sampling not in SIMPLE_SAMPLINGS or adjacency not in (ADD_REMOVE, REPLACE_ONE):
+        raise DpcalcError(f"--k (group privacy) needs --sampling {' or '.join(SIMPLE_SAMPLINGS)} "
+                          f"with --adjacency {ADD_REMOVE} or {REPLACE_ONE} (one worst-case pair "
+                          f"per step for k records); got --sampling {sampling} --adjacency "
+                          f"{adjacency}")
     return GroupSetting(group_size, batch_size, n_train, noise_multiplier, steps, *model)
 
 

@@ -233,15 +233,15 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
     run_model = (config.sampling, request.adjacency)
     applies = certificate_applies(*run_model)
     notes = []
+    if group_size is not None:  # a bad --k fails before training, and before any warning
+        group_setting(group_size, config.batch_size, n_train, config.noise_multiplier,
+                      total_steps, run_model)
     if not applies:
         if request.target_epsilon is not None:
             raise DpcalcError(SHUFFLE_CALIBRATION)
         warn(SHUFFLE_WARNING)
         notes.append(SHUFFLE_NOTE)
     opt.warn_large_delta(delta, n_train)
-    if group_size is not None:  # a bad --k fails before training, not after
-        group_setting(group_size, config.batch_size, n_train, config.noise_multiplier,
-                      total_steps, run_model)
     calibration = None
     if request.target_epsilon is not None:
         sigma, calibrated_epsilon, evaluations = calibrate_sigma(
