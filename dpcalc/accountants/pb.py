@@ -23,7 +23,7 @@ from dpcalc.models.worst_case import worst_case
 from dpcalc.params import check_nonnegative, check_positive
 
 
-def _rdp_hint(schedule: Schedule, delta: float):
+def rdp_hint(schedule: Schedule, delta: float):
     """rdp's ε for pb's hint and its tighter-upper-bound check: a LazyHint where the
     schedule has many phases of the Poisson family (the fractional orders' series cost
     ~40 ms per distinct phase and are rarely needed: rdp_epsilon_interval brackets the
@@ -109,7 +109,7 @@ class PrivacyBucketsAccountant(Accountant):
             return self._epoch_epsilon(schedule, delta)
         # The tightest certificate in hand is the answer (issue 16): rdp is cheap, and where
         # pb's numeric bound is looser (tiny δ, float round-off) rdp's upper bound is reported.
-        rdp = _rdp_hint(schedule, delta)
+        rdp = rdp_hint(schedule, delta)
         bounds = epsilon_bounds(schedule_phases(schedule), delta, self.tolerance, self.grid_step,
                                 epsilon_hint=rdp, coarse_start=self.start_tolerance is not None,
                                 start_tolerance=self.start_tolerance)

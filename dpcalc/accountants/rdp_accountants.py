@@ -80,6 +80,25 @@ def schedule_rdp(schedule: Schedule, orders: np.ndarray) -> np.ndarray:
 
 
 _HINT_ORDERS = np.arange(2.0, 33.0)  # the integer orders of the grid computed for bounds
+# ρ at _HINT_ORDERS per (q, σ), and one step's worst case per phase: a training loop asks
+# again after every epoch with one more phase
+_RHO: dict = {}
+_RHO_SIZE = 4096
+
+
+_CASES: dict = {}
+
+
+def _case(phase) -> WorstCase:
+    """worst_case(phase), kept per phase without its steps (which it does not read)."""
+    key = (phase.sampling_rate, phase.noise_multiplier, phase.sampling, phase.adjacency,
+           phase.batch_size, phase.dataset_size, phase.max_batch_size)
+    found = _CASES.get(key)
+    if found is None:
+        if len(_CASES) > _RHO_SIZE:
+            _CASES.clear()
+        found = _CASES[key] = worst_case(phase)
+    return found
 _HINT_MARGIN = 1e-9  # relative: the computed ln A at integer orders are within ulps of exact
 
 
@@ -91,13 +110,19 @@ def rdp_epsilon_interval(schedule: Schedule, delta: float, orders: np.ndarray = 
     convex in α [vEH14] and ρ non-decreasing, so between and beyond the integers
     computed it lies above the secants through neighbouring integers extended, and above
     ρ at the integer below; these lower bounds are converted as the grid's own values."""
-    cases = [worst_case(phase) for phase in schedule.phases]
+    cases = [_case(phase) for phase in schedule.phases]
     if any(case.family != POISSON_FAMILY for case in cases):
         return None
     steps = np.array([phase.steps for phase in schedule.phases], dtype=float)
-    rho = integer_rdp_many(np.array([case.sampling_rate for case in cases]),
-                           np.array([case.effective_noise_multiplier for case in cases]),
-                           _HINT_ORDERS)
+    keys = [(case.sampling_rate, case.effective_noise_multiplier) for case in cases]
+    missing = list(dict.fromkeys(key for key in keys if key not in _RHO))
+    if missing:
+        rows = integer_rdp_many(np.array([key[0] for key in missing]),
+                                np.array([key[1] for key in missing]), _HINT_ORDERS)
+        if len(_RHO) + len(missing) > _RHO_SIZE:
+            _RHO.clear()
+        _RHO.update(zip(missing, rows))
+    rho = np.array([_RHO[key] for key in keys])
     total = steps @ rho  # Σ T_i ρ_i(j), j = 2..32
     orders = np.asarray(orders, dtype=float)
     whole = np.isin(orders, _HINT_ORDERS)

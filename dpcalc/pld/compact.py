@@ -153,7 +153,8 @@ def discretise_many(pairs, direction: str, step: float, half_width: float, bound
                     light: float, tilt: float = 0.0, margin: float = 2.0) -> list[CompactPld]:
     """One step of each pair in ``direction`` on the grid of step ``step`` (the grid of
     discretise.discretise: outputs in [−Kσ, k + Kσ], K = ``half_width``), with unit
-    buckets where the tilted tails exceed ``light`` and wider ones beyond (module doc)."""
+    buckets where the tilted tails exceed ``light`` and wider ones beyond (module doc;
+    ``tilt``: one θ, or one per pair)."""
     if bound not in (UPPER, LOWER):
         raise ValueError(f"bound must be {UPPER!r} or {LOWER!r}")
     firsts, lasts = [], []
@@ -170,8 +171,10 @@ def discretise_many(pairs, direction: str, step: float, half_width: float, bound
     tails = _many([pairs[i] for i in sampled], "log_tails", direction,
                   [samples[i] * step for i in sampled]) if sampled else []
     edges = [np.arange(first, top + 1, dtype=np.int64) for first, top in zip(firsts, tops)]
+    tilts = np.broadcast_to(np.asarray(tilt, dtype=float), (len(pairs),))
     for i, found in zip(sampled, tails):
-        edges[i] = tail_edges(samples[i], found[0], found[1], step, tops[i], light, tilt, margin)
+        edges[i] = tail_edges(samples[i], found[0], found[1], step, tops[i], light,
+                              float(tilts[i]), margin)
     shift = 0.5 if bound == LOWER else 0.0
     grids = [(edge - shift) * step for edge in edges]
     plds = []

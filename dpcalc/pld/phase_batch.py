@@ -11,9 +11,9 @@ cost thousands of times:
   the series with y = λhB/2, plus its remainder |y|^M/M!·e^{|y|} per unit mass and the
   float error of the sums; the entries themselves where |y| > _SERIES_REACH.
 * :meth:`rounding_cumulant` — Σ_i T_i ln E_i[e^{λE}] of the lower bound's rounding errors
-  (chernoff.rounding_slack): the buckets with |E| ≤ _SMALL_ERROR by the Taylor series of
-  e^{λE} to order _ROUNDING_ORDER over power sums of E (remainder y^{N+1}e^{|y|}/(N+1)!),
-  the others summed directly.
+  (chernoff.rounding_slack): the buckets with |λE| ≤ _REACH by the Taylor series of e^{λE}
+  to order _ROUNDING_ORDER over prefix sums of the powers of E in the order of |E|
+  (remainder ≤ y^{N+1}e^{|y|}/(N+1)!), the others summed directly.
 
 Each is an upper bound (Chernoff stays valid); tests/test_phases.py checks them against
 the plain sums over the dense pmf. The spectra of phase_spectra.py read the same moments.
@@ -33,15 +33,15 @@ from dpcalc.pld.fft_error import UNIT_ROUNDOFF
 
 BLOCK = 64
 # Powers of t kept (enough for the spectra's and MGFs' series at the frequencies and λ used).
-TERMS = 14
+TERMS = 20
 # ... and summed in long double too (phase_spectra.low_spectrum).
 LONG_TERMS = 3
 # The MGF series is used where |λ|·h·B/2 is at most this (else: the entries).
-_SERIES_REACH = 1.0
+_SERIES_REACH = 2.0
 # Relative margin on MGFs summed in float (their rounding, far below any other term).
 _MGF_MARGIN = 1e-12
-# Rounding errors up to this (relative to h) by the Taylor series, order _ROUNDING_ORDER.
-_SMALL_ERROR = 0.005
+# Rounding errors with |λE| up to _REACH by the Taylor series of order _ROUNDING_ORDER.
+_REACH = 0.5
 _ROUNDING_ORDER = 10
 
 
@@ -167,58 +167,67 @@ class PhaseBatch:
 
 
 class _RoundingSums:
-    """Per phase: the power sums Σ m Eⁿ (n ≤ _ROUNDING_ORDER) and Σ m|E|^{N+1} of its buckets
-    with |E| ≤ _SMALL_ERROR·h, and its other buckets as they are."""
+    """Per phase, its buckets' (mass m, rounding error E) in the order of |E|, with prefix
+    sums of m·Eⁿ (n ≤ _ROUNDING_ORDER) and m|E|^{N+1}: for each λ the buckets with
+    |λE| ≤ _REACH are summed by the Taylor series of e^{λE} (remainder ≤
+    _REACH^{N+1}e^{_REACH}/(N+1)! of their mass), the others one by one."""
 
     def __init__(self, plds, step: float):
         masses = [pld.rounding_masses for pld in plds]
-        errors = [pld.rounding_errors for pld in plds]
         sizes = np.array([mass.size for mass in masses])
-        mass, error = np.concatenate(masses), np.concatenate(errors)
+        mass = np.concatenate(masses)
+        error = np.concatenate([pld.rounding_errors for pld in plds])
         phase = np.repeat(np.arange(len(plds)), sizes)
+        order = np.lexsort((np.abs(error), phase))
+        self.mass, self.error, self.phase = mass[order], error[order], phase[order]
+        self.key = self.phase + np.abs(self.error)  # sorted: phase, then |E| (|E| < 1)
         self.count = len(plds)
-        self.cut = _SMALL_ERROR * step
-        small = np.abs(error) <= self.cut
-        weights, values, owner = mass[small], error[small], phase[small]
-        order = _ROUNDING_ORDER
-        self.sums = np.empty((order + 2, self.count))
-        power = weights.copy()
-        for n in range(order + 1):
-            self.sums[n] = np.bincount(owner, weights=power, minlength=self.count)
-            power *= values
-        self.sums[order + 1] = np.bincount(owner, weights=np.abs(power), minlength=self.count)
-        # float error of the sums: ≤ γ_n Σ|terms| (n the largest count in a phase)
-        self.sum_error = 2.0 * (np.bincount(owner, minlength=self.count).max(initial=0) + order + 4) \
-            * UNIT_ROUNDOFF * np.bincount(owner, weights=weights, minlength=self.count)
-        large = ~small & (mass > 0)
+        self.starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        self.positions = np.arange(mass.size)
+        n = _ROUNDING_ORDER
+        powers = np.empty((n + 2, mass.size))
+        powers[0] = self.mass
+        for k in range(1, n + 2):
+            powers[k] = powers[k - 1] * self.error
+        powers[n + 1] = np.abs(powers[n + 1])
+        self.prefix = np.concatenate([np.zeros((n + 2, 1)), np.cumsum(powers, axis=1)], axis=1)
         with np.errstate(divide="ignore"):
-            self.large_log_mass = np.log(mass[large])
-        self.large_error, self.large_owner = error[large], phase[large]
+            self.log_mass = np.log(self.mass)
+        # float error of a prefix difference (cumulative sums over all phases): ≤ γ_n of
+        # the sum of |terms|, each ≤ m·e^{_REACH} in the series
+        self.slack = 2.0 * (mass.size + n + 4) * UNIT_ROUNDOFF
 
     def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
-        """(phases, λ) upper bounds on ln Σ_k m_k e^{λE_k}."""
-        order = _ROUNDING_ORDER
-        out = np.empty((self.count, lambdas.size))
-        for column, lam in enumerate(lambdas.tolist()):
-            y = abs(lam) * self.cut
-            coefficients = np.array([lam**n / math.factorial(n) for n in range(order + 1)])
-            series = coefficients @ self.sums[:order + 1]
-            series += (abs(lam) ** (order + 1) / math.factorial(order + 1) * math.exp(y)
-                       * self.sums[order + 1] + self.sum_error * math.exp(y))
+        """(phases, λ) upper bounds on ln Σ_k m_k e^{λE_k}, all λ > 0 or all < 0."""
+        n = _ROUNDING_ORDER
+        lambdas = np.asarray(lambdas, dtype=float)
+        phases = np.arange(self.count)
+        reach = np.minimum(_REACH / np.maximum(np.abs(lambdas), 1e-300), 0.5)
+        cut = np.searchsorted(self.key, (phases[:, None] + reach[None, :]).ravel(),
+                              side="right").reshape(self.count, lambdas.size)
+        sums = self.prefix[:, cut] - self.prefix[:, self.starts][:, :, None]  # (n + 2, P, L)
+        powers = lambdas[None, :] ** np.arange(n + 1)[:, None] / np.array(
+            [math.factorial(k) for k in range(n + 1)])[:, None]  # (n + 1, L)
+        series = np.einsum("kpl,kl->pl", sums[:n + 1], powers)
+        series += (np.abs(lambdas)[None, :] ** (n + 1) / math.factorial(n + 1) * math.exp(_REACH)
+                   * sums[n + 1] + self.slack * math.exp(_REACH) * sums[0])
+        with np.errstate(divide="ignore"):
+            out = np.log(np.maximum(series, 0.0))
+        # the buckets beyond each λ's cut, one by one (those beyond the smallest cut)
+        first = cut.min(axis=1)
+        direct = self.positions >= first[self.phase]
+        if np.any(direct):
+            owner, position = self.phase[direct], self.positions[direct]
+            exponents = self.log_mass[direct][:, None] + self.error[direct][:, None] * lambdas[None, :]
+            exponents = np.where(position[:, None] >= cut[owner], exponents, -np.inf)
+            top = np.full((self.count, lambdas.size), -np.inf)
+            np.maximum.at(top, owner, exponents)
+            top = np.maximum(top, out)
+            safe = np.where(np.isfinite(top), top, 0.0)
+            total = np.zeros((self.count, lambdas.size))
+            np.add.at(total, owner, np.exp(exponents - safe[owner]))
             with np.errstate(divide="ignore"):
-                log_series = np.log(np.maximum(series, 0.0))
-            if self.large_owner.size:
-                exponents = self.large_log_mass + lam * self.large_error
-                top = np.full(self.count, -np.inf)
-                np.maximum.at(top, self.large_owner, exponents)
-                top = np.maximum(top, log_series)
-                safe = np.where(np.isfinite(top), top, 0.0)
-                total = np.bincount(self.large_owner, weights=np.exp(exponents - safe[self.large_owner]),
-                                    minlength=self.count) + np.exp(log_series - safe)
-                with np.errstate(divide="ignore"):
-                    out[:, column] = safe + np.log(total)
-            else:
-                out[:, column] = log_series
+                out = safe + np.log(total + np.exp(out - safe))
         return out + _MGF_MARGIN
 
 
