@@ -172,6 +172,12 @@ class Schedule:
         """The same run with every phase at ``noise_multiplier`` (for calibration)."""
         return Schedule(tuple(phase.with_noise_multiplier(noise_multiplier) for phase in self.phases))
 
+    def with_noise_scale(self, scale: float) -> "Schedule":
+        """The same run with every phase's noise multiplier times ``scale`` (calibrating a
+        common multiplier of a schedule's own σ)."""
+        return Schedule(tuple(phase.with_noise_multiplier(phase.noise_multiplier * scale)
+                              for phase in self.phases))
+
     def with_steps(self, steps: int) -> "Schedule":
         """A single-phase run with ``steps`` steps."""
         if not self.is_single_phase:

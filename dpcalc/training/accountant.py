@@ -33,6 +33,7 @@ from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.samplers import (ADD_REMOVE, POISSON, SIMPLE_SAMPLINGS, parse_adjacency,
                                     parse_sampling)
 from dpcalc.models.schedule import MAX_STEPS, Phase, Schedule
+from dpcalc.models.schedule_file import file_adjacency, schedule_from_file, write_schedule_file
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_delta, check_noise_multiplier, check_positive,
                            check_sampling_rate)
@@ -85,6 +86,27 @@ class PrivacyAccountant:
             self.step(noise_multiplier=phase.noise_multiplier, sample_rate=phase.sampling_rate,
                       steps=phase.steps)
         return self
+
+    def to_schedule_file(self, path) -> None:
+        """Write the run so far as a schedule file (CSV: sigma, q, steps, sampling, one row
+        per phase, and its adjacency in a comment): ``dpcalc epsilon --schedule PATH``
+        accounts the same run, and :meth:`from_schedule_file` reads it back."""
+        write_schedule_file(path, self.schedule)
+
+    @classmethod
+    def from_schedule_file(cls, path, sampling: str | None = None, adjacency: str | None = None,
+                           **options) -> "PrivacyAccountant":
+        """An accountant holding the run of a schedule file (to_schedule_file's CSV, or any
+        file ``--schedule`` reads). ``sampling``: the rows' default sampler (else each row's
+        own, else poisson); ``adjacency``: else the file's recorded one, else add-remove."""
+        adjacency = adjacency or file_adjacency(path) or ADD_REMOVE
+        schedule, _, _ = schedule_from_file(path, sampling=sampling or POISSON,
+                                            adjacency=adjacency)
+        samplings = schedule.samplings
+        if len(samplings) > 1:
+            raise DpcalcError(f"--schedule {path}: the phases use several samplers "
+                              f"({', '.join(samplings)}); an accountant is for one")
+        return cls(samplings[0], adjacency, **options).extend(schedule)
 
     @property
     def history(self) -> list[tuple[float, float, int]]:
