@@ -24,6 +24,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --sampling) _dpcalc_list "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins"; return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --max-batch-size) return ;;
@@ -35,7 +36,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --sampling --adjacency --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in
@@ -52,13 +53,14 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --max-batch-size) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --accountant -a --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --sampling --adjacency --max-batch-size --accountant -a --format -f --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -69,6 +71,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --max-batch-size) return ;;
@@ -78,7 +81,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --sampling --adjacency --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -110,6 +113,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --max-batch-size) return ;;
@@ -120,7 +124,7 @@ _dpcalc() {
                 --tolerance) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --sampling --adjacency --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --format -f --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
@@ -131,6 +135,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --max-batch-size) return ;;
@@ -141,7 +146,7 @@ _dpcalc() {
                 --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --sampling --adjacency --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --sampling --adjacency --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --format -f --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -156,6 +161,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --max-batch-size) return ;;
@@ -166,7 +172,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --sampling --adjacency --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --schedule --sampling --adjacency --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in

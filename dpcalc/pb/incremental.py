@@ -59,8 +59,9 @@ _WINDOW_SPAN = (1e-4, 2.0)
 _WINDOW_POINTS = 90
 _SLACK_SPAN = (1e-4, 10.0)
 _SLACK_POINTS = 160
-# The circle sizes: next_fast_len of 1024·1.25^j.
-_LADDER = sorted({fourier.next_fast_len(int(1024 * 1.25**j)) for j in range(80)})
+# The circle sizes: next_fast_len of 1024·1.5^j (a new size recomputes every phase's
+# spectrum: a coarse ladder keeps that rare as the run grows).
+_LADDER = sorted({fourier.next_fast_len(int(1024 * 1.5**j)) for j in range(50)})
 
 
 def grid_step(phases, direction: str, half_width: float) -> float:
@@ -168,6 +169,7 @@ class RunningBounds:
         self.half_width = tail_half_width(MAX_STEPS, delta)
         self._steps: dict[str, float] = {}  # grid per direction
         self._hints: dict[tuple, float] = {}  # the last answers: where the read-outs start
+        self._counts: dict[tuple, tuple] = {}  # (size, K, terms) of the last composition
         self._points = 0
         self._kept: dict[tuple, list[_Phase]] = {}  # (direction, bound) -> per phase
 
@@ -313,6 +315,13 @@ class RunningBounds:
         if chosen is None:
             return None
         count, terms, dropped = chosen
+        # as many coefficients as last time on this circle, if that was more (enough, and
+        # every phase's spectrum is kept at that count)
+        last = self._counts.get((direction, bound))
+        if last is not None and last[0] == size and last[1] > count:
+            count, terms = last[1], last[2]
+            dropped = dropped_bound(total, circle, size, count)
+        self._counts[(direction, bound)] = (size, count, terms)
         spectra = [phase.spectrum(size, count, terms) for phase in kept]
         error_bound = _StackedBound(size, count, dropped, np.array(steps, dtype=float), spectra,
                                     [phase.input_error for phase in kept])

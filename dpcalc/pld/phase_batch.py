@@ -11,9 +11,10 @@ cost thousands of times:
   the series with y = λhB/2, plus its remainder |y|^M/M!·e^{|y|} per unit mass and the
   float error of the sums; the entries themselves where |y| > _SERIES_REACH.
 * :meth:`rounding_cumulant` — Σ_i T_i ln E_i[e^{λE}] of the lower bound's rounding errors
-  (chernoff.rounding_slack): the buckets with |λE| ≤ _REACH by the Taylor series of e^{λE}
-  to order _ROUNDING_ORDER over prefix sums of the powers of E in the order of |E|
-  (remainder ≤ y^{N+1}e^{|y|}/(N+1)!), the others summed directly.
+  (chernoff.rounding_slack): the buckets with |E| ≤ _SMALL_ERROR·h by the Taylor series of
+  e^{λE} to order _ROUNDING_ORDER over power sums of E (remainder ≤ y^{N+1}e^{|y|}/(N+1)!,
+  y = |λ|·_SMALL_ERROR·h ≤ _REACH), the others summed directly; every bucket directly
+  for larger λ.
 
 Each is an upper bound (Chernoff stays valid); tests/test_phases.py checks them against
 the plain sums over the dense pmf. The spectra of phase_spectra.py read the same moments.
@@ -32,17 +33,21 @@ import numpy as np
 from dpcalc.pld.fft_error import UNIT_ROUNDOFF
 
 BLOCK = 64
-# Powers of t kept (enough for the spectra's and MGFs' series at the frequencies and λ used).
-TERMS = 20
+# Powers of t computed at first (the MGFs' series; the spectra ask for more where needed,
+# up to MAX_TERMS).
+TERMS = 14
+MAX_TERMS = 40
 # ... and summed in long double too (phase_spectra.low_spectrum).
 LONG_TERMS = 3
 # The MGF series is used where |λ|·h·B/2 is at most this (else: the entries).
-_SERIES_REACH = 2.0
+_SERIES_REACH = 1.0
 # Relative margin on MGFs summed in float (their rounding, far below any other term).
 _MGF_MARGIN = 1e-12
-# Rounding errors with |λE| up to _REACH by the Taylor series of order _ROUNDING_ORDER.
-_REACH = 0.5
-_ROUNDING_ORDER = 10
+# Rounding errors up to _SMALL_ERROR·h by the Taylor series of order _ROUNDING_ORDER, for λ
+# with |λ|·_SMALL_ERROR·h ≤ _REACH (beyond: every bucket one by one).
+_SMALL_ERROR = 0.005
+_REACH = 1.0
+_ROUNDING_ORDER = 14
 
 
 def _segment_logsumexp(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -77,24 +82,33 @@ class PhaseBatch:
     def _moments(self) -> None:
         block = self.index // BLOCK
         new = np.r_[True, (np.diff(block) != 0) | (np.diff(self.phase_of_entry) != 0)]
-        starts = np.flatnonzero(new)
+        self._starts = starts = np.flatnonzero(new)
         self.blocks = block[starts]
         self.phase_of_block = self.phase_of_entry[starts]
         self.block_starts = np.flatnonzero(np.r_[True, np.diff(self.phase_of_block) != 0])
         self.centres = self.blocks * BLOCK + (BLOCK - 1) / 2.0
         counts = np.diff(np.r_[starts, self.index.size])
-        t = (self.index - np.repeat(self.centres, counts)) / (BLOCK / 2.0)
-        self.mu = np.empty((starts.size, TERMS))
-        power = self.values.copy()
-        for n in range(TERMS):
-            self.mu[:, n] = np.add.reduceat(power, starts)
-            power *= t
+        self._t = (self.index - np.repeat(self.centres, counts)) / (BLOCK / 2.0)
+        self.mu = np.empty((starts.size, 0))
+        self._power = self.values.copy()  # values·tⁿ for the next n
+        self.ensure_terms(TERMS)
         long_power = self.values.astype(np.longdouble)
         self.mu_long = np.empty((starts.size, LONG_TERMS), dtype=np.longdouble)
         for n in range(LONG_TERMS):
             self.mu_long[:, n] = np.add.reduceat(long_power, starts)
-            long_power = long_power * t
+            long_power = long_power * self._t
         self.block_mass = self.mu[:, 0].copy()
+
+    def ensure_terms(self, terms: int) -> None:
+        """Block moments up to tⁿ, n < ``terms`` (more are computed on demand)."""
+        have = self.mu.shape[1]
+        if terms <= have:
+            return
+        extra = np.empty((self.mu.shape[0], terms - have))
+        for column in range(terms - have):
+            extra[:, column] = np.add.reduceat(self._power, self._starts) if self._power.size else 0.0
+            self._power *= self._t
+        self.mu = np.concatenate([self.mu, extra], axis=1)
 
     def phase_blocks(self, phase: int) -> slice:
         """The rows of the block arrays that belong to ``phase``."""
@@ -123,7 +137,7 @@ class PhaseBatch:
         y = scaled * (BLOCK / 2.0)
         n = np.arange(TERMS)
         factorial = np.cumprod(np.r_[1.0, np.arange(1, TERMS)])
-        series = self.mu @ (y[None, :] ** n[:, None] / factorial[:, None])  # (blocks, λ)
+        series = self.mu[:, :TERMS] @ (y[None, :] ** n[:, None] / factorial[:, None])  # (blocks, λ)
         magnitude = np.abs(y)
         slack = (magnitude**TERMS / (factorial[-1] * TERMS)
                  + (BLOCK + 2 * TERMS + 8) * UNIT_ROUNDOFF) * np.exp(magnitude)
@@ -167,68 +181,81 @@ class PhaseBatch:
 
 
 class _RoundingSums:
-    """Per phase, its buckets' (mass m, rounding error E) in the order of |E|, with prefix
-    sums of m·Eⁿ (n ≤ _ROUNDING_ORDER) and m|E|^{N+1}: for each λ the buckets with
-    |λE| ≤ _REACH are summed by the Taylor series of e^{λE} (remainder ≤
-    _REACH^{N+1}e^{_REACH}/(N+1)! of their mass), the others one by one."""
+    """Per phase: the power sums Σ m·Eⁿ (n ≤ _ROUNDING_ORDER) and Σ m|E|^{N+1} of its
+    buckets with |E| ≤ c = _SMALL_ERROR·h, and its other buckets as they are: for λ with
+    |λ|c ≤ _REACH the former by the Taylor series of e^{λE} (remainder ≤ y^{N+1}e^y/(N+1)!,
+    y = |λ|c), the latter one by one; beyond, every bucket one by one."""
 
     def __init__(self, plds, step: float):
         masses = [pld.rounding_masses for pld in plds]
         sizes = np.array([mass.size for mass in masses])
         mass = np.concatenate(masses)
         error = np.concatenate([pld.rounding_errors for pld in plds])
-        phase = np.repeat(np.arange(len(plds)), sizes)
-        order = np.lexsort((np.abs(error), phase))
-        self.mass, self.error, self.phase = mass[order], error[order], phase[order]
-        self.key = self.phase + np.abs(self.error)  # sorted: phase, then |E| (|E| < 1)
+        self.phase = np.repeat(np.arange(len(plds)), sizes)
         self.count = len(plds)
-        self.starts = np.r_[0, np.cumsum(sizes)[:-1]]
-        self.positions = np.arange(mass.size)
+        self.cut = _SMALL_ERROR * step
+        small = np.abs(error) <= self.cut
+        owner, weights, values = self.phase[small], mass[small], error[small]
         n = _ROUNDING_ORDER
-        powers = np.empty((n + 2, mass.size))
-        powers[0] = self.mass
-        for k in range(1, n + 2):
-            powers[k] = powers[k - 1] * self.error
-        powers[n + 1] = np.abs(powers[n + 1])
-        self.prefix = np.concatenate([np.zeros((n + 2, 1)), np.cumsum(powers, axis=1)], axis=1)
+        self.sums = np.empty((n + 2, self.count))
+        power = weights.copy()
+        for k in range(n + 1):
+            self.sums[k] = np.bincount(owner, weights=power, minlength=self.count)
+            power *= values
+        self.sums[n + 1] = np.bincount(owner, weights=np.abs(power), minlength=self.count)
+        # float error of the sums: ≤ γ_m Σ|terms| (m the most buckets of a phase)
+        largest = int(np.max(sizes)) if sizes.size else 0
+        self.slack = 2.0 * (largest + n + 4) * UNIT_ROUNDOFF
         with np.errstate(divide="ignore"):
-            self.log_mass = np.log(self.mass)
-        # float error of a prefix difference (cumulative sums over all phases): ≤ γ_n of
-        # the sum of |terms|, each ≤ m·e^{_REACH} in the series
-        self.slack = 2.0 * (mass.size + n + 4) * UNIT_ROUNDOFF
+            self.log_mass = np.log(mass)
+        self.error, self.small = error, small
 
     def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
-        """(phases, λ) upper bounds on ln Σ_k m_k e^{λE_k}, all λ > 0 or all < 0."""
-        n = _ROUNDING_ORDER
+        """(phases, λ) upper bounds on ln Σ_k m_k e^{λE_k}."""
         lambdas = np.asarray(lambdas, dtype=float)
-        phases = np.arange(self.count)
-        reach = np.minimum(_REACH / np.maximum(np.abs(lambdas), 1e-300), 0.5)
-        cut = np.searchsorted(self.key, (phases[:, None] + reach[None, :]).ravel(),
-                              side="right").reshape(self.count, lambdas.size)
-        sums = self.prefix[:, cut] - self.prefix[:, self.starts][:, :, None]  # (n + 2, P, L)
+        out = np.empty((self.count, lambdas.size))
+        near = np.abs(lambdas) * self.cut <= _REACH
+        if np.any(near):
+            out[:, near] = self._near(lambdas[near])
+        for column in np.flatnonzero(~near):
+            out[:, column] = self._direct(lambdas[column], np.ones(self.error.size, dtype=bool),
+                                          np.full(self.count, -np.inf))
+        return out + _MGF_MARGIN
+
+    def _near(self, lambdas: np.ndarray) -> np.ndarray:
+        n = _ROUNDING_ORDER
         powers = lambdas[None, :] ** np.arange(n + 1)[:, None] / np.array(
             [math.factorial(k) for k in range(n + 1)])[:, None]  # (n + 1, L)
-        series = np.einsum("kpl,kl->pl", sums[:n + 1], powers)
+        series = self.sums[:n + 1].T @ powers  # (P, L)
         series += (np.abs(lambdas)[None, :] ** (n + 1) / math.factorial(n + 1) * math.exp(_REACH)
-                   * sums[n + 1] + self.slack * math.exp(_REACH) * sums[0])
+                   * self.sums[n + 1][:, None]
+                   + self.slack * math.exp(_REACH) * self.sums[0][:, None])
         with np.errstate(divide="ignore"):
-            out = np.log(np.maximum(series, 0.0))
-        # the buckets beyond each λ's cut, one by one (those beyond the smallest cut)
-        first = cut.min(axis=1)
-        direct = self.positions >= first[self.phase]
-        if np.any(direct):
-            owner, position = self.phase[direct], self.positions[direct]
-            exponents = self.log_mass[direct][:, None] + self.error[direct][:, None] * lambdas[None, :]
-            exponents = np.where(position[:, None] >= cut[owner], exponents, -np.inf)
-            top = np.full((self.count, lambdas.size), -np.inf)
-            np.maximum.at(top, owner, exponents)
-            top = np.maximum(top, out)
+            log_series = np.log(np.maximum(series, 0.0))
+        large = ~self.small
+        if self.count == 1 and np.any(large):  # one phase: all λ at once
+            exponents = self.log_mass[large][:, None] + self.error[large][:, None] * lambdas[None, :]
+            top = np.maximum(exponents.max(axis=0), log_series[0])
             safe = np.where(np.isfinite(top), top, 0.0)
-            total = np.zeros((self.count, lambdas.size))
-            np.add.at(total, owner, np.exp(exponents - safe[owner]))
+            total = np.exp(exponents - safe).sum(axis=0) + np.exp(log_series[0] - safe)
             with np.errstate(divide="ignore"):
-                out = safe + np.log(total + np.exp(out - safe))
-        return out + _MGF_MARGIN
+                return (safe + np.log(total))[None, :]
+        return np.column_stack([self._direct(lam, large, log_series[:, column])
+                                for column, lam in enumerate(lambdas.tolist())])
+
+    def _direct(self, lam: float, chosen: np.ndarray, log_series: np.ndarray) -> np.ndarray:
+        """ln(e^{log_series} + Σ_{chosen} m e^{λE}) per phase."""
+        if not np.any(chosen):
+            return log_series
+        owner = self.phase[chosen]
+        exponents = self.log_mass[chosen] + lam * self.error[chosen]
+        top = log_series.copy()
+        np.maximum.at(top, owner, exponents)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        total = (np.bincount(owner, weights=np.exp(exponents - safe[owner]), minlength=self.count)
+                 + np.exp(log_series - safe))
+        with np.errstate(divide="ignore"):
+            return safe + np.log(total)
 
 
 class PhasePlds(list):

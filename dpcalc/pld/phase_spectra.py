@@ -42,7 +42,7 @@ from dpcalc.pld.compact import CompactPld
 from dpcalc.pld.fft_compose import _power, _window, compose, infinity_upper, read_back
 from dpcalc.pld.fft_error import (SMALL_ENTRY, UNDERFLOWED, UNIT_ROUNDOFF, CompositionErrorBound,
                                   InputError, entry_relative_error, fft_relative_error)
-from dpcalc.pld.phase_batch import BLOCK, LONG_TERMS, TERMS, PhaseBatch, PhasePlds
+from dpcalc.pld.phase_batch import BLOCK, LONG_TERMS, MAX_TERMS, PhaseBatch, PhasePlds
 from dpcalc.pld.pld import MAX_FFT_POINTS, ComposedPld, GridTooLarge
 
 _LONG_ROUNDOFF = float(np.finfo(np.longdouble).eps) / 2.0
@@ -61,8 +61,10 @@ _TRUNCATION = 1e-19
 _DROPPED = 1e-22
 # The high-frequency bound's circle: about N/_FOLD points (a power of two).
 _FOLD = 8
-# Phases folded and transformed together for the high-frequency bound.
+# Phases folded and transformed together for the high-frequency bound; it stops taking
+# phases once K = _K_LADDER[_ENOUGH] coefficients are shown enough.
 _CHUNK = 32
+_ENOUGH = 2
 # Below this many phases fft_compose.compose is as cheap.
 MIN_PHASES = 2
 
@@ -92,7 +94,7 @@ def _series_terms(reach: float) -> int | None:
     return None
 
 
-TERMS_AVAILABLE = TERMS
+TERMS_AVAILABLE = MAX_TERMS
 
 
 _TABLES: dict = {}
@@ -126,6 +128,7 @@ def low_spectra(batch: PhaseBatch, size: int, count: int, terms: int):
     the block moments (module doc, item 1). The long double sums run over the blocks of
     more than _HEAVY_BLOCK mass; the light ones stay in float64 (their error is their mass
     times the float64 sums' bound)."""
+    batch.ensure_terms(terms)
     cosine, sine = _table(size, count, int(batch.blocks.max()) + 1, False)
     k = np.arange(count)
     x = (math.pi * BLOCK / size) * k  # θ_k·B/2
@@ -294,15 +297,15 @@ def compose_many(plds_with_steps, tail_mass: float, max_points: int = MAX_FFT_PO
 def _choose_count(batch: PhaseBatch, size: int):
     """(K, series terms, dropped bound) for the smallest K of _K_LADDER whose left-out
     coefficients add at most _DROPPED per entry; None when none does. The high-frequency
-    bound takes the phases of largest T·Var first, and stops as soon as K = _K_LADDER[0]
-    is shown enough (the other phases' M̄ ≤ 1 can only lower the bound)."""
+    bound takes the phases of largest T·Var first, and stops as soon as K =
+    _K_LADDER[_ENOUGH] is shown enough (the other phases' M̄ ≤ 1 can only lower the bound)."""
     circle = max(64, 1 << max(0, (size // _FOLD).bit_length() - 1))
     spread = batch.phase_variance * batch.steps
     order = np.argsort(-spread, kind="stable")
     total = np.zeros(circle // 2)
     for low in range(0, order.size, _CHUNK):
         total += high_bound(batch, circle, np.sort(order[low:low + _CHUNK]))
-        if dropped_bound(total, circle, size, _K_LADDER[0]) <= _DROPPED:
+        if dropped_bound(total, circle, size, _K_LADDER[_ENOUGH]) <= _DROPPED:
             break
     for count in _K_LADDER:
         if count > size // 2:

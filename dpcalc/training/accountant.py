@@ -136,7 +136,7 @@ class PrivacyAccountant:
         if not self._phases:
             answer = EpsilonResult("pb", 0.0, True, epsilon_lower=0.0,
                                    notes=("no steps recorded: nothing spent",))
-        elif len(self._phases) == 1 or lower_instance(self.schedule) is not None:
+        elif len(self._phases) == 1 or not self._pairs_attained():
             answer = PrivacyBucketsAccountant(self.tolerance).epsilon(self.schedule, target)
             self.compositions += 1
         else:
@@ -144,6 +144,13 @@ class PrivacyAccountant:
             self.compositions += 1
         self._answers[target] = answer
         return answer
+
+    def _pairs_attained(self) -> bool:
+        """Whether this sampler's pairs are attained (no explicit lower-bound run: the
+        incremental path applies), asked once: it depends on the sampler and adjacency."""
+        if "_attained" not in self.__dict__:
+            self._attained = lower_instance(Schedule(self._phases[:1])) is None
+        return self._attained
 
     def _running_result(self, delta: float) -> EpsilonResult:
         """pb's answer from the incremental composition (pb/incremental.py), with rdp's
