@@ -71,15 +71,22 @@ def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
 
 
 def direction_bounds(phases: PhaseList, direction: str, step: float, delta: float,
-                      half_width: float, tail_mass: float, failure: float, discretised=None):
+                      half_width: float, tail_mass: float, failure: float, discretised=None,
+                      settled_below: float = -math.inf):
     """(upper, lower, step used, FFT points, single-step PLDs, estimate) for one direction;
     ``estimate`` is the upper composition read without its float-error bound (not a bound:
-    where to aim a tilted pass). ``discretised``: the upper single-step PLDs on ``step``."""
+    where to aim a tilted pass). ``discretised``: the upper single-step PLDs on ``step``.
+    ``settled_below``: another direction's certified lower bound on ε; where this
+    direction's upper bound is at or below it, its own lower bound cannot matter (the
+    reported lower bound is the largest) and is not composed: 0, with no lower PLDs."""
     upper_pld, upper_steps, step = compose_fitting(phases, direction, step, UPPER, half_width,
                                                     tail_mass, discretised=discretised)
+    upper = upper_pld.epsilon(delta, UPPER)
+    if upper <= settled_below:
+        return (upper, 0.0, step, upper_pld.pmf.size, (upper_steps, None, None),
+                upper_pld.raw_epsilon(delta))
     lower_pld, lower_steps, _ = compose_fitting(phases, direction, step, LOWER, half_width,
                                                  tail_mass)
-    upper = upper_pld.epsilon(delta, UPPER)
     slack = rounding_slack(lower_steps, failure)
     # δ_true(ε) ≥ δ_rounded(ε + η) − f for every real ε, so ε_true ≥ x − η with x the
     # UNCLAMPED read-out at δ + f (x may be negative or −∞; η may be negative too).

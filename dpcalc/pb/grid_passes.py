@@ -89,6 +89,11 @@ class GridPasses:
 
         phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = self.context
         hint = resolve(hint)
+        if self.plds is not None and self.plds[1] is None:  # its lower bound was skipped
+            upper_steps = self.plds[0]
+            lower_steps = direction_pass.discretise_phases(
+                phases, direction, upper_steps[0][0].grid_step, half_width, LOWER, tail_mass)
+            self.plds = (upper_steps, lower_steps, rounding_slack(lower_steps, failure))
         target = direction_pass.tilt_target(*best[direction], self.aim, hint)
         self.stage += 1
         tilted = True
@@ -196,8 +201,14 @@ def plain_pass(context, steps: dict, best: dict, aims: dict,
         if points <= MAX_FFT_POINTS:
             plds = (upper_steps, lower_steps, rounding_slack(lower_steps, failure))
             return GridPasses(context, plds, aims[direction], previous.plain, points)
+    # many phases: a direction whose upper bound is below another's certified lower bound
+    # skips its own lower bound (direction_bounds; GridPasses composes it if a pass needs it)
+    settled_below = (max((low for other, (_, low) in best.items() if other != direction),
+                         default=-math.inf)
+                     if len(phases) >= direction_pass.MIN_PHASES else -math.inf)
     (upper, lower, steps[direction], points, plds,
      estimate) = direction_pass.direction_bounds(phases, direction, steps[direction], delta,
-                                           half_width, tail_mass, failure, discretised)
+                                           half_width, tail_mass, failure, discretised,
+                                           settled_below)
     best[direction] = direction_pass.tighter(best[direction], (upper, lower))
     return GridPasses(context, plds, aims.get(direction, estimate), (upper, lower), points)
