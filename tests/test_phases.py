@@ -280,3 +280,24 @@ def test_sigma_calibrates_a_common_multiplier_of_the_phases_sigma():
         from dpcalc.cli.schedule_options import build_schedule
         build_schedule(None, None, None, None, None, None,
                        ["sigma=1,q=0.01,steps=10", "q=0.01,steps=10"], with_sigma=False)
+
+
+def test_group_pairs_compose_as_phase_by_phase(monkeypatch):
+    """Phases of k = 2 protected records (binomial mixture pairs, group privacy): the
+    epsilon_bounds of the new path within float noise of the phase-by-phase one."""
+    from dpcalc.models.mixture import GaussianMixturePair
+    from dpcalc.pb.buckets import epsilon_bounds
+
+    rng = random.Random(11)
+    phases = []
+    for _ in range(6):
+        q, sigma = rng.uniform(0.003, 0.02), rng.uniform(1.0, 2.5)
+        phases.append((GaussianMixturePair([(1 - q) ** 2, 2 * q * (1 - q), q * q], sigma),
+                       rng.randint(50, 200)))
+    new = epsilon_bounds(phases, DELTA)
+    with monkeypatch.context() as patch:
+        patch.setattr(direction_pass, "MIN_PHASES", 10**9)
+        old = epsilon_bounds(phases, DELTA)
+    assert new.upper <= old.upper * (1 + 1e-8) and new.lower >= old.lower * (1 - 1e-8)
+    assert new.upper == pytest.approx(old.upper, rel=1e-6)
+    assert new.lower == pytest.approx(old.lower, rel=1e-6)
