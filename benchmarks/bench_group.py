@@ -18,8 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dpcalc.pb.buckets as buckets  # noqa: E402
 import dpcalc.pld.pld as pld  # noqa: E402
-from dpcalc.group.pairs import (GroupSetting, group_conversion_epsilon, pb_epsilon,  # noqa: E402
-                                rdp_group_epsilon, rdp_overapprox_epsilon)
+from dpcalc.group.bounds import (group_conversion_epsilon, rdp_group_epsilon,  # noqa: E402
+                                 rdp_overapprox_epsilon)
+from dpcalc.group.pairs import GroupSetting, pb_epsilon  # noqa: E402
 from dpcalc.models.mixture import GaussianMixturePair  # noqa: E402
 
 TARGET_SECONDS = 1.0

@@ -24,6 +24,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --pipeline) return ;;
                 --sampling) _dpcalc_list "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch"; return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
@@ -37,7 +38,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in
@@ -54,6 +55,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --pipeline) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
@@ -62,7 +64,7 @@ _dpcalc() {
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --format -f --debug --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -73,6 +75,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --pipeline) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
@@ -84,7 +87,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -122,6 +125,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --pipeline) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
@@ -135,7 +139,7 @@ _dpcalc() {
                 --epsilon|-e) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --debug --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
@@ -146,6 +150,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --pipeline) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
@@ -160,7 +165,7 @@ _dpcalc() {
                 --delta|--target-delta) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -175,6 +180,7 @@ _dpcalc() {
                 --steps) return ;;
                 --epochs) return ;;
                 --phase) return ;;
+                --schedule) return ;;
                 --pipeline) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
@@ -187,7 +193,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-README = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```console\n(.*?)```", README, flags=re.S)
 EXPECTED_EXIT = {"--max-epsilon 1 ": 1, "--q 1.5 ": 2, "--epsilon 1e-6 ": 2}
 
@@ -26,7 +27,8 @@ def _examples():
 def test_readme_example(command, output):
     args = shlex.split(command)[1:]
     completed = subprocess.run([sys.executable, "-m", "dpcalc", *args], capture_output=True,
-                               text=True, timeout=120, env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"})
+                               text=True, timeout=120, cwd=ROOT,  # examples/ paths
+                               env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"})
     expected_exit = next((code for key, code in EXPECTED_EXIT.items() if key in command + " "), 0)
     assert completed.returncode == expected_exit, completed.stderr
     shown = completed.stdout.splitlines() + completed.stderr.splitlines()

@@ -11,6 +11,7 @@ from dataclasses import replace
 from dpcalc.accountants.base import ALL_MODELS, Accountant
 from dpcalc.pb.buckets import (_ABSOLUTE_GAP, _LOWER_FAILURE, DEFAULT_TOLERANCE, PldBounds,
                                check_consistent, delta_bounds, epsilon_bounds, schedule_phases)
+from dpcalc.pb.first_grid import LazyHint, resolve
 from dpcalc.accountants.base import check_schedule
 from dpcalc.accountants.epoch_samplers import (epoch_bounds, epoch_delta_bounds, epoch_delta_upper,
                                                epoch_not_applicable, is_epoch_schedule,
@@ -21,6 +22,22 @@ from dpcalc.models.schedule import Schedule
 from dpcalc.models.lower_instances import INSTANCE_NOTES, displaced_run, lower_instance
 from dpcalc.models.worst_case import worst_case
 from dpcalc.params import check_nonnegative, check_positive
+
+
+def rdp_hint(schedule: Schedule, delta: float):
+    """rdp's ε for pb's hint and its tighter-upper-bound check: a LazyHint where the
+    schedule has many phases of the Poisson family (the fractional orders' series cost
+    ~40 ms per distinct phase and are rarely needed: rdp_epsilon_interval brackets the
+    value from the integer orders), else the number."""
+    from dpcalc.accountants.rdp_accountants import RdpAccountant, rdp_epsilon_interval
+
+    def exact() -> float:
+        return RdpAccountant().epsilon(schedule, delta).epsilon
+
+    if len(schedule.phases) < 2:
+        return exact()
+    interval = rdp_epsilon_interval(schedule, delta)
+    return exact() if interval is None else LazyHint(*interval, exact)
 
 
 def _model_notes(schedule: Schedule) -> tuple[str, ...]:
@@ -126,9 +143,7 @@ class PrivacyBucketsAccountant(Accountant):
             return self._epoch_epsilon(schedule, delta)
         # The tightest certificate in hand is the answer (issue 16): rdp is cheap, and where
         # pb's numeric bound is looser (tiny δ, float round-off) rdp's upper bound is reported.
-        from dpcalc.accountants.rdp_accountants import RdpAccountant
-
-        rdp = RdpAccountant().epsilon(schedule, delta).epsilon
+        rdp = rdp_hint(schedule, delta)
         bounds = epsilon_bounds(schedule_phases(schedule), delta, self.tolerance, self.grid_step,
                                 epsilon_hint=rdp, coarse_start=self.start_tolerance is not None,
                                 start_tolerance=self.start_tolerance)
@@ -155,10 +170,20 @@ class PrivacyBucketsAccountant(Accountant):
         notes = _model_notes(Schedule((step,)))
         return [self._result(bounds, rdp, notes) for bounds, rdp in zip(curve, rdps)]
 
-    def _result(self, bounds: PldBounds, rdp: float | None,
-                model_notes: tuple[str, ...] = ()) -> EpsilonResult:
-        """The reported result: pb's bounds, with rdp's upper bound where it is tighter."""
+    def _result(self, bounds: PldBounds, rdp, model_notes: tuple[str, ...] = ()) -> EpsilonResult:
+        """The reported result: pb's bounds, with rdp's upper bound where it is tighter
+        (``rdp``: a number, or a LazyHint whose exact value is needed only where its lower
+        end does not already show it is not tighter)."""
         upper, source, notes = bounds.upper, "pb", list(model_notes)
+        if isinstance(rdp, LazyHint) and (rdp.low >= bounds.upper or (
+                bounds.upper - bounds.lower <= max(self.tolerance * bounds.upper, _ABSOLUTE_GAP)
+                and rdp.high > bounds.upper)):
+            # not tighter (and ≥ pb's upper ≥ its lower: consistent); or pb's interval met
+            # its tolerance: rdp (an RDP conversion, loose by several %) could then only be
+            # tighter by landing inside pb's certified interval, a gain below the tolerance
+            # that its exact value (~40 ms per distinct phase) is not spent to look for
+            rdp = None
+        rdp = resolve(rdp)
         if rdp is not None:
             check_consistent(rdp, bounds.lower, "ε (rdp's upper bound)")
             if rdp < upper:

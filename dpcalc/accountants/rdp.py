@@ -115,6 +115,46 @@ def _log_a_minus_one_integer(q: float, sigma: float, alphas: np.ndarray) -> np.n
 
 
 
+def integer_rdp_many(rates: np.ndarray, sigmas: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    """ρ(α) of rdp_subsampled_gaussian at the integer orders ``alphas`` (≥ 2) for many
+    (q, σ) at once (rows), by the same sum as _log_a_minus_one_integer; rows with q in
+    {0, 1} or an extreme σ are computed one by one."""
+    rates, sigmas = np.asarray(rates, dtype=float), np.asarray(sigmas, dtype=float)
+    alphas = np.asarray(alphas, dtype=float)
+    out = np.empty((rates.size, alphas.size))
+    plain = (rates > 0.0) & (rates < 1.0) & (sigmas >= _SMALLEST_FINITE_SIGMA)
+    for row in np.flatnonzero(~plain):
+        out[row] = rdp_subsampled_gaussian(rates[row], sigmas[row], alphas)
+    if not np.any(plain):
+        return out
+    q, sigma = rates[plain][:, None], sigmas[plain][:, None]
+    whole = alphas.astype(np.int64)
+    counts = whole - 1  # i = 2..α
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    alpha = np.repeat(whole, counts).astype(float)[None, :]
+    i = (np.arange(counts.sum()) - np.repeat(starts, counts) + 2).astype(float)[None, :]
+    log_gamma_alpha = special.gammaln(alpha + 1.0)
+    log_gamma_i = special.gammaln(i + 1.0)
+    log_gamma_rest = special.gammaln(alpha - i + 1.0)
+    power_1mq = (alpha - i) * np.log1p(-q)
+    power_q = i * np.log(q)
+    exponent = (i * i - i) / (2.0 * sigma**2)
+    log_terms = log_gamma_alpha - log_gamma_i - log_gamma_rest + power_1mq + power_q
+    log_terms = log_terms + log_expm1(exponent)
+    magnitude = 1.0 + log_gamma_alpha + log_gamma_i + log_gamma_rest - power_1mq - power_q
+    magnitude = magnitude + 2.0 * exponent
+    peak = np.maximum.reduceat(log_terms, starts, axis=1)
+    log_sum = peak + np.log(np.add.reduceat(np.exp(log_terms - np.repeat(peak, counts, axis=1)),
+                                            starts, axis=1))
+    weighted = log_terms + np.log(magnitude)
+    peak = np.maximum.reduceat(weighted, starts, axis=1)
+    log_error = peak + np.log(np.add.reduceat(np.exp(weighted - np.repeat(peak, counts, axis=1)),
+                                              starts, axis=1))
+    log_a = np.logaddexp(0.0, np.logaddexp(log_sum, log_error + math.log(_ULPS)))
+    out[plain] = np.minimum(log_a / (alphas[None, :] - 1.0), alphas[None, :] / (2.0 * sigma**2))
+    return out
+
+
 # ------------------------------------------------------------------------ A_α, ρ(α)
 
 

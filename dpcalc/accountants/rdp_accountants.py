@@ -17,8 +17,10 @@ import math
 
 import numpy as np
 
+from dpcalc.numerics.special_functions import erf
+
 from dpcalc.accountants.base import Accountant
-from dpcalc.accountants.rdp import rdp_subsampled_gaussian
+from dpcalc.accountants.rdp import integer_rdp_many, rdp_subsampled_gaussian
 from dpcalc.accountants.rdp_conversion import (DEFAULT_ORDERS, as_orders, rdp_to_delta_classic,
                                                rdp_to_delta_improved, rdp_to_epsilon_classic,
                                                rdp_to_epsilon_improved)
@@ -75,6 +77,83 @@ def schedule_rdp(schedule: Schedule, orders: np.ndarray) -> np.ndarray:
     for phase in schedule.phases:
         total += phase.steps * step_rdp(worst_case(phase), orders)
     return total
+
+
+_HINT_ORDERS = np.arange(2.0, 33.0)  # the integer orders of the grid computed for bounds
+# ρ at _HINT_ORDERS per (q, σ), and one step's worst case per phase: a training loop asks
+# again after every epoch with one more phase
+_RHO: dict = {}
+_RHO_SIZE = 4096
+
+
+_CASES: dict = {}
+
+
+def _case(phase) -> WorstCase:
+    """worst_case(phase), kept per phase without its steps (which it does not read)."""
+    key = (phase.sampling_rate, phase.noise_multiplier, phase.sampling, phase.adjacency,
+           phase.batch_size, phase.dataset_size, phase.max_batch_size)
+    found = _CASES.get(key)
+    if found is None:
+        if len(_CASES) > _RHO_SIZE:
+            _CASES.clear()
+        found = _CASES[key] = worst_case(phase)
+    return found
+_HINT_MARGIN = 1e-9  # relative: the computed ln A at integer orders are within ulps of exact
+
+
+def rdp_epsilon_interval(schedule: Schedule, delta: float, orders: np.ndarray = DEFAULT_ORDERS):
+    """(low, high) with low ≤ RdpAccountant(orders)'s ε ≤ high, from integer orders 2..32
+    only (no fractional series: ~40 ms per distinct phase), or None where a phase is not
+    of the Poisson family. high: the same minimum over fewer orders. low: ρ̂ at every
+    order of the grid is an upper bound on the true ρ, and the true ln A_α = (α − 1)ρ(α) is
+    convex in α [vEH14] and ρ non-decreasing, so between and beyond the integers
+    computed it lies above the secants through neighbouring integers extended, and above
+    ρ at the integer below; these lower bounds are converted as the grid's own values."""
+    cases = [_case(phase) for phase in schedule.phases]
+    if any(case.family != POISSON_FAMILY for case in cases):
+        return None
+    steps = np.array([phase.steps for phase in schedule.phases], dtype=float)
+    keys = [(case.sampling_rate, case.effective_noise_multiplier) for case in cases]
+    missing = list(dict.fromkeys(key for key in keys if key not in _RHO))
+    if missing:
+        rows = integer_rdp_many(np.array([key[0] for key in missing]),
+                                np.array([key[1] for key in missing]), _HINT_ORDERS)
+        if len(_RHO) + len(missing) > _RHO_SIZE:
+            _RHO.clear()
+        _RHO.update(zip(missing, rows))
+    rho = np.array([_RHO[key] for key in keys])
+    total = steps @ rho  # Σ T_i ρ_i(j), j = 2..32
+    orders = np.asarray(orders, dtype=float)
+    whole = np.isin(orders, _HINT_ORDERS)
+    high = rdp_to_epsilon_improved(orders[whole], total[np.isin(_HINT_ORDERS, orders)], delta)[0]
+    # ln A totals at j = 1..32 (ln A_1 = 0), upper bounds; lower bounds shrunk by the margin
+    log_a = np.r_[0.0, total * (_HINT_ORDERS - 1.0)]
+    js = np.r_[1.0, _HINT_ORDERS]
+    low_log_a = log_a * (1.0 - _HINT_MARGIN)
+    # every order: ρ(α) ≥ ρ(1) = KL ≥ 2·TV² (Pinsker), TV = q·erf(1/(2√2σ)) for this pair
+    rates = np.array([case.sampling_rate for case in cases])
+    sigmas = np.array([case.effective_noise_multiplier for case in cases])
+    with np.errstate(divide="ignore"):
+        variation = rates * erf(1.0 / (2.0 * math.sqrt(2.0) * sigmas))
+    kl = float(steps @ (2.0 * variation**2)) * (1.0 - _HINT_MARGIN)
+    bound = np.zeros(orders.size)
+    for position, alpha in enumerate(orders.tolist()):
+        j = min(int(math.floor(alpha)), int(js[-1]))  # the integer at or below α (≤ 32)
+        at = j - 1  # index of j in js
+        candidates = [0.0]
+        if alpha == j:
+            candidates.append(low_log_a[at])
+        if j >= 2:  # secant through j−1, j extended to α ≥ j
+            candidates.append((1.0 + alpha - j) * low_log_a[at] - (alpha - j) * log_a[at - 1])
+        if alpha < j + 1 and j + 2 <= js[-1]:  # secant through j+1, j+2 extended back to α
+            candidates.append((1.0 + j + 1 - alpha) * low_log_a[at + 1]
+                              - (j + 1 - alpha) * log_a[at + 2])
+        if j >= 2:  # ρ non-decreasing: (α − 1)ρ(α) ≥ (α − 1)ρ(j)
+            candidates.append((alpha - 1.0) * low_log_a[at] / (j - 1.0))
+        bound[position] = max(max(candidates) / (alpha - 1.0), kl)
+    low = rdp_to_epsilon_improved(orders, np.maximum(bound, 0.0), delta)[0]
+    return low * (1.0 - _HINT_MARGIN), high * (1.0 + _HINT_MARGIN)
 
 
 def _edge_notes(orders: np.ndarray, order: float, epsilon: float, label: str = "") -> tuple[str, ...]:

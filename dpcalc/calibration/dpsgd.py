@@ -42,6 +42,44 @@ def gdp_sigma_guess(target_epsilon: float, delta: float, schedule) -> float:
     return math.inf if growth <= 0.0 else sensitivity / math.sqrt(growth)
 
 
+class _Scaled:
+    """A schedule seen through a common multiplier of its phases' σ: the search's
+    ``with_noise_multiplier(m)`` is the schedule with σ_i·m."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+        self.phases = schedule.phases
+
+    def with_noise_multiplier(self, scale: float):
+        return self.schedule.with_noise_scale(scale)
+
+
+def gdp_scale_guess(target_epsilon: float, delta: float, schedule) -> float:
+    """The multiplier m at which the GDP/CLT approximation gives ``target_epsilon`` for the
+    schedule with σ_i·m (gdp_sigma_guess with each phase's own σ: μ² = Σ q_i² T_i
+    (e^{Δ²/(mσ_i)²} − 1), decreasing in m, solved by bisection on ln m). Not a bound."""
+    from dpcalc.models.gaussian_sigma import analytic_gaussian_sigma
+    from dpcalc.models.worst_case import worst_case
+
+    mu = 1.0 / analytic_gaussian_sigma(target_epsilon, delta)
+    cases = [(worst_case(phase), phase.steps, phase.noise_multiplier) for phase in schedule.phases]
+
+    def excess(log_scale: float) -> float:
+        total = 0.0
+        for case, steps, sigma in cases:
+            exponent = min((case.sensitivity / (sigma * math.exp(log_scale))) ** 2, 700.0)
+            total += case.sampling_rate**2 * steps * math.expm1(exponent)
+        return total - mu * mu
+
+    low, high = -30.0, 30.0
+    if excess(high) > 0 or excess(low) < 0:
+        return math.inf
+    for _ in range(80):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if excess(middle) > 0 else (low, middle)
+    return math.exp(high)
+
+
 def dpsgd_sigma(
     accountant_name: str,
     target_epsilon: float,
@@ -52,13 +90,16 @@ def dpsgd_sigma(
     schedule=None,
     precision: float = DEFAULT_PRECISION,
     max_sigma: float = DEFAULT_MAX_SIGMA,
+    scale: bool = False,
     **options,
 ) -> SigmaResult:
     """The smallest noise multiplier for a DP-SGD run whose ε from ``accountant_name`` at
     ``delta`` is ≤ ``target_epsilon`` (safe side, relative ``precision``).
 
     The run is ``schedule`` (every phase gets the calibrated σ; its own σ is ignored), or
-    one Poisson phase of ``steps`` steps at ``sampling_rate``. ``options`` go to the
+    one Poisson phase of ``steps`` steps at ``sampling_rate``. ``scale``: the schedule's
+    phases keep their own σ_i and the result is the smallest common multiplier m (σ_i·m
+    for every phase; ``SigmaResult.sigma`` is m). ``options`` go to the
     accountant (e.g. ``tolerance`` for pb). For pb the bracket is seeded with the GDP/CLT
     σ (low side) and the RDP σ (safe side); pb searches on its first grid and the final σ
     is re-checked at the requested settings.
@@ -91,10 +132,16 @@ def dpsgd_sigma(
     from dpcalc.accountants.epoch_samplers import is_epoch_schedule
 
     if is_epoch_schedule(schedule):  # against pb's certified upper bound for the sampler
+        from dataclasses import replace
+
         from dpcalc.calibration.epochs import epoch_sigma_result
 
-        return epoch_sigma_result(final_accountant, accountant_name, schedule, target, delta,
-                                  precision, max_sigma)
+        found = epoch_sigma_result(final_accountant, accountant_name, schedule, target, delta,
+                                   precision, max_sigma)
+        # one phase: the multiplier of its own σ (rounded up, the safe side)
+        own = schedule.phases[0].noise_multiplier
+        return replace(found, sigma=math.nextafter(found.sigma / own, math.inf)) if scale else found
+    run = _Scaled(schedule) if scale else schedule  # what with_noise_multiplier(σ) builds
     search_accountant = final_accountant
     high_guess = side_of_target = None
     if accountant_name == "pb":
@@ -106,17 +153,18 @@ def dpsgd_sigma(
                           "start_tolerance": options.get("tolerance") or DEFAULT_TOLERANCE}
         search_accountant = make_accountant(accountant_name, **search_options)
         side_of_target = certain_side(make_accountant(
-            accountant_name, **{**options, "tolerance": _PB_BRACKET_TOLERANCE}), schedule,
+            accountant_name, **{**options, "tolerance": _PB_BRACKET_TOLERANCE}), run,
             delta, target)
         try:
             high_guess = dpsgd_sigma("rdp", target, delta, schedule=schedule,
-                                     precision=_SAFE_SIDE_PRECISION, max_sigma=max_sigma).sigma
+                                     precision=_SAFE_SIDE_PRECISION, max_sigma=max_sigma,
+                                     scale=scale).sigma
         except (DpcalcError, ArithmeticError):
             high_guess = None
     results = {}
 
     def epsilon_at(sigma: float) -> float | None:
-        result = search_accountant.epsilon(schedule.with_noise_multiplier(sigma), delta)
+        result = search_accountant.epsilon(run.with_noise_multiplier(sigma), delta)
         if result.epsilon is None:
             reason = result.notes[0] if result.notes else "not applicable"
             raise DpcalcError(f"{accountant_name} cannot calibrate σ for --epsilon {target:g}: "
@@ -125,7 +173,7 @@ def dpsgd_sigma(
         return result.epsilon
 
     try:
-        low_guess = gdp_sigma_guess(target, delta, schedule)
+        low_guess = (gdp_scale_guess if scale else gdp_sigma_guess)(target, delta, schedule)
     except (DpcalcError, ArithmeticError):
         low_guess = None
     found = calibrate_noise_multiplier(epsilon_at, target, low_guess=low_guess, high_guess=high_guess,
@@ -135,7 +183,7 @@ def dpsgd_sigma(
     if search_accountant is final_accountant:
         final = results[sigma]
     else:
-        final, sigma, extra = certify_sigma(final_accountant, sigma, target, delta, schedule, precision)
+        final, sigma, extra = certify_sigma(final_accountant, sigma, target, delta, run, precision)
         evaluations += extra
     return SigmaResult(accountant_name, sigma, final.epsilon, final.certified, evaluations, final,
                        found.at_floor)

@@ -34,6 +34,11 @@ PHASE = typer.Option(None, "--phase", metavar="SPEC",
                      help="A phase of a multi-phase run, e.g. 'q=0.01,sigma=4,steps=5000' "
                           "(keys q|batch-size[,dataset-size], sigma, steps|epochs); repeat for "
                           "each phase, in order.")
+SCHEDULE = typer.Option(None, "--schedule", metavar="FILE",
+                        help="The run's phases from a file instead of flags: CSV with a header "
+                             "row (columns sigma, q or batch-size[,dataset-size], steps or "
+                             "epochs, optionally sampling, max-batch-size) or JSON (a list of "
+                             "objects with those keys), one phase per row, in order.")
 SAMPLING = typer.Option(None, "--sampling", metavar="NAME",
                         help="How batches are drawn (default poisson, or the --pipeline's): "
                              "poisson (each record joins a batch with probability q), fixed (B "
@@ -84,7 +89,9 @@ RUN_ADJACENCY = typer.Option(None, "--adjacency", metavar="NAME",
 PHASE_NO_SIGMA = typer.Option(None, "--phase", metavar="SPEC",
                               help="A phase of a multi-phase run, e.g. 'q=0.01,steps=5000' (keys "
                                    "q|batch-size[,dataset-size], steps|epochs, sampling[, max-batch-size]); repeat for "
-                                   "each phase, in order. Every phase gets the calibrated σ.")
+                                   "each phase, in order. Every phase gets the calibrated σ; with "
+                                   "sigma=… in every phase, a common multiplier of theirs is "
+                                   "calibrated instead.")
 DELTA = typer.Option("1e-5", *DELTA_NAMES, metavar="FLOAT", help="Target δ in (0, 1).")
 ACCOUNTANT = typer.Option(None, "--accountant", "-a", metavar="NAME",
                           help=f"One of {', '.join(accountant_names())} or all (repeatable or "

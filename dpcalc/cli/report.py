@@ -33,6 +33,9 @@ def _command_line(options: dict) -> str:
 
 
 def _phases(run, epochs, phase_specs) -> list[dict]:
+    if "phases" in run.inputs and not phase_specs:  # --schedule FILE
+        return [{**echo, "epochs": (echo.get("steps_from_epochs") or {}).get("epochs")}
+                for echo in run.inputs["phases"]]
     if phase_specs:
         echoes = run.inputs["phases"]
         return [{**echo, "epochs": _float_or_none(_phase_fields(spec).get("epochs"))}
@@ -103,8 +106,10 @@ def report_command(
     options = {"--q": given.q, "--batch-size": given.batch_size,
                "--dataset-size": given.dataset_size, "--sigma": given.sigma,
                "--steps": given.steps, "--epochs": given.epochs, "--phase": given.phase or None,
+               "--schedule": given.schedule_file,
                "--pipeline": given.pipeline,
-               "--sampling": run.schedule.samplings[0] if not given.phase else None,
+               "--sampling": (run.schedule.samplings[0]
+                              if not (given.phase or given.schedule_file) else None),
                "--drop-last": "" if run.inputs.get("drop_last") else None,
                "--max-batch-size": given.max_batch_size,
                "--adjacency": run.schedule.adjacency, "--unit": run.inputs["unit"],

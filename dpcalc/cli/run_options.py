@@ -1,6 +1,6 @@
-"""The options that describe one run — q or B/N, σ, steps or epochs, phases, pipeline,
-sampler, adjacency, drop-last, unit, max batch size — declared once for every command that
-reads a run.
+"""The options that describe one run — q or B/N, σ, steps or epochs, phases (or a schedule
+file), pipeline, sampler, adjacency, drop-last, unit, max batch size — declared once for every
+command that reads a run.
 
 A command names one parameter ``run: RunFlags``; :func:`run_options` puts the run's options
 in its place in the signature Typer reads (same names, order and help everywhere) and hands
@@ -26,6 +26,7 @@ class RunFlags:
     steps: Optional[str] = None
     epochs: Optional[str] = None
     phase: Optional[List[str]] = None
+    schedule_file: Optional[str] = None
     pipeline: Optional[str] = None
     sampling: Optional[str] = None  # None: the pipeline's, else poisson
     adjacency: Optional[str] = None  # None: the pipeline's, else add-remove
@@ -40,7 +41,8 @@ class RunFlags:
         return build_schedule(self.q, self.batch_size, self.dataset_size, self.sigma, self.steps,
                               self.epochs, self.phase, self.sampling, self.adjacency,
                               with_sigma=with_sigma, max_batch_size=self.max_batch_size,
-                              pipeline=self.pipeline, unit=self.unit, drop_last=self.drop_last)
+                              pipeline=self.pipeline, unit=self.unit, drop_last=self.drop_last,
+                              schedule_path=self.schedule_file)
 
 
 # name -> (annotation, the Typer option); in the order every command shows them
@@ -52,6 +54,7 @@ RUN_OPTIONS = {
     "steps": (Optional[str], opt.STEPS),
     "epochs": (Optional[str], opt.EPOCHS),
     "phase": (Optional[List[str]], opt.PHASE),
+    "schedule_file": (Optional[str], opt.SCHEDULE),
     "pipeline": (Optional[str], opt.PIPELINE),
     "sampling": (Optional[str], opt.SAMPLING),
     "adjacency": (Optional[str], opt.RUN_ADJACENCY),
@@ -85,7 +88,7 @@ def run_options(command=None, *, omit: tuple[str, ...] = (), own: dict | None = 
             parameters.extend(flags if name == spot else [parameter])
 
         def command_with_run(**values):
-            run = RunFlags(**{name: values.pop(name) for name in taken})
+            run = RunFlags(**{name: values.pop(name, getattr(RUN, name)) for name in taken})
             return function(**{spot: run}, **values)
 
         command_with_run.__signature__ = signature.replace(parameters=parameters)

@@ -59,9 +59,11 @@ def _sigma_digits(precision: float) -> int:
 
 
 # ------------------------------------------------------------------ DP-SGD mode
-def _dpsgd_record(calibration: SigmaResult, target: float) -> dict:
+def _dpsgd_record(calibration: SigmaResult, target: float, schedule=None) -> dict:
     result = calibration.result
     notes = list(result.notes)
+    scaled = {} if schedule is None else {
+        "phase_sigmas": [phase.noise_multiplier * calibration.sigma for phase in schedule.phases]}
     if calibration.at_floor:
         notes.insert(0, f"the target is met even at σ = {calibration.sigma:g}, the smallest "
                         "noise multiplier searched")
@@ -75,6 +77,7 @@ def _dpsgd_record(calibration: SigmaResult, target: float) -> dict:
         "kind": kind_of(calibration.certified),
         "evaluations": calibration.evaluations,
         "notes": notes,
+        **scaled,
     }
 
 
@@ -116,12 +119,13 @@ def _not_applicable_record(name: str, target: float, delta: float, schedule, rea
 
 
 def _calibrate_all(names: list[str], target: float, delta: float, schedule,
-                   precision: float, tolerance: float) -> list[dict]:
+                   precision: float, tolerance: float, scale: bool = False) -> list[dict]:
     """One record per accountant. A single accountant's failure is the command's error
     (exit 2 for bad input, 70 for a failure inside); with several, a failing one is
     reported in its row (kind "error" for a failure inside, and exit 70 if it is the first
     named: the answer) unless all fail. An accountant that does not apply to the model gets
-    a not-applicable row (exit 0)."""
+    a not-applicable row (exit 0). ``scale``: the phases keep their σ and a common
+    multiplier is calibrated."""
     from dpcalc.accountants.evaluate import make_accountant
 
     records, errors = [], []
@@ -134,24 +138,24 @@ def _calibrate_all(names: list[str], target: float, delta: float, schedule,
         options = {"tolerance": tolerance} if name == "pb" else {}
         try:
             calibration = dpsgd_sigma(name, target, delta, schedule=schedule,
-                                      precision=precision, **options)
+                                      precision=precision, scale=scale, **options)
         except Exception as error:
             if len(names) == 1:
                 raise
             errors.append(error)
             records.append(_failed_record(name, target, error))
             continue
-        records.append(_dpsgd_record(calibration, target))
+        records.append(_dpsgd_record(calibration, target, schedule if scale else None))
     if errors and len(errors) == len(records):
         raise errors[0]
     return records
 
 
 def _dpsgd_report(records: list[dict], inputs: dict, digits: int,
-                  notes: list[str] = ()) -> Report:
+                  notes: list[str] = (), scale: bool = False) -> Report:
     columns = [
         Column("accountant", "accountant", justify="left"),
-        Column("σ", "sigma", lambda value: show_upper(value, digits)),
+        Column("σ multiplier" if scale else "σ", "sigma", lambda value: show_upper(value, digits)),
         Column("ε at σ", "epsilon", show_upper),
         Column("lower bound", "epsilon_lower", show_lower),
         KIND_COLUMN,
@@ -161,6 +165,9 @@ def _dpsgd_report(records: list[dict], inputs: dict, digits: int,
                  "σ is rounded up (a larger σ is the safe side); ε is the accountant's value at "
                  "that σ, ≤ the target (pb: certified upper bound, with its certified lower "
                  "bound); evals = ε evaluations."]
+    if scale:
+        footnotes.insert(1, "σ multiplier m: every phase keeps its own σ_i, times m (phase_sigmas "
+                            "in JSON); the smallest common m meeting the target.")
     if any(record["kind"] == APPROXIMATION for record in records):
         footnotes.append("An approximation is not a bound: a σ calibrated with it may not meet "
                          "the target.")
@@ -298,8 +305,10 @@ def sigma_command(
     """Smallest noise multiplier σ whose ε at δ meets a target ε (safe side), or whose
     certified attack risk meets a target (--max-tpr with --at-fpr, --max-advantage).
 
-    With --q (or --batch-size/--dataset-size) and --steps (or --epochs), or --phase: DP-SGD
-    under --sampling/--adjacency, per accountant (default pb), one σ for every phase.
+    With --q (or --batch-size/--dataset-size) and --steps (or --epochs), or --phase, or
+    --schedule FILE: DP-SGD under --sampling/--adjacency, per accountant (default pb), one σ
+    for every phase; where every phase gives its own σ (sigma=… in each --phase, a sigma
+    column in the file), the smallest common multiplier of those σ instead.
     Without them: one Gaussian mechanism, analytic and classic σ side by side (the classic
     formula is flagged where ε ≥ 1). The target may be given as --epsilon or
     --target-epsilon.
@@ -328,8 +337,9 @@ def sigma_command(
     target = check_positive(epsilon, "--epsilon", what="target ε")
     target_delta = check_delta(delta)
     gate = parse_max_epsilon(max_epsilon)
-    dpsgd_mode = any(value is not None for value in (given.q, given.batch_size, given.dataset_size,
-                                                     given.steps, given.epochs)) or bool(given.phase)
+    dpsgd_mode = (any(value is not None for value in (given.q, given.batch_size, given.dataset_size,
+                                                      given.steps, given.epochs))
+                  or bool(given.phase) or given.schedule_file is not None)
     if not dpsgd_mode:
         if accountant:
             raise DpcalcError("--accountant applies to DP-SGD calibration: give --q (or "
@@ -352,11 +362,13 @@ def sigma_command(
     tolerance = check_positive(tolerance, "--tolerance")
     with waiting("sigma: calibrating"):
         records = _calibrate_all(names, target, target_delta, run.schedule, relative_precision,
-                                 tolerance)
+                                 tolerance, run.scaled)
     inputs = {"epsilon": target, "delta": target_delta,
               **{key: value for key, value in run.inputs.items() if key != "sigma"},
-              "precision": relative_precision, "accountants": names}
-    report = _dpsgd_report(records, inputs, _sigma_digits(relative_precision), run.notes)
+              "precision": relative_precision, "accountants": names,
+              **({"calibrates": "common multiplier of the phases' σ"} if run.scaled else {})}
+    report = _dpsgd_report(records, inputs, _sigma_digits(relative_precision), run.notes,
+                           run.scaled)
     report.budget = check_budget(gate, records[0]["accountant"], [records[0]["epsilon"]])
     emit(report, output_format)
 

@@ -18,6 +18,7 @@ import numpy as np
 from dpcalc.numerics.special_functions import log_ndtr
 
 from dpcalc.errors import DpcalcError
+from dpcalc.numerics import mixture_tails as mixture_many
 from dpcalc.params import check_range, float_array, shown
 
 REMOVE = "remove"
@@ -60,6 +61,10 @@ class GaussianMixturePair:
     certified, and δ grows by at most T·w."""
 
     directions = DIRECTIONS
+    # log_tails / log_bucket_masses of many pairs at once (numerics/mixture_tails.py):
+    # internal to the pld discretisation, their arguments not checked
+    _log_tails_many = staticmethod(mixture_many.log_tails_many)
+    _log_bucket_masses_many = staticmethod(mixture_many.log_bucket_masses_many)
 
     def __init__(self, weights, noise_multiplier: float, prune: float = 0.0):
         weights = float_array(weights, "weights", "finite numbers >= 0")
@@ -242,9 +247,19 @@ class GaussianMixturePair:
         return log_p, log_q, float(tails[1][0]), float(tails[0][1])
 
     def loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
-        """Loss values at the ends of the output window [−Kσ, k + Kσ] (K = half_width)."""
+        """Loss values at the ends of the output window [−Kσ, k + Kσ] (K = half_width),
+        kept for the last few (direction, K) asked."""
         check_direction(direction, DIRECTIONS)
         half_width = check_range(half_width, "half_width", 0.0, 1e6, high_open=False)
+        cache = self.__dict__.setdefault("_ranges", {})
+        key = (direction, half_width)
+        if key not in cache:
+            if len(cache) > 8:
+                cache.clear()
+            cache[key] = self._loss_range(direction, half_width)
+        return cache[key]
+
+    def _loss_range(self, direction: str, half_width: float) -> tuple[float, float]:
         sigma = self.noise_multiplier
         ends = np.array([-half_width * sigma, self.max_shift + half_width * sigma])
         g_low, g_high = self.loss(ends)
@@ -253,8 +268,15 @@ class GaussianMixturePair:
         return float(-g_high), float(-g_low)
 
     def loss_moments(self, direction: str) -> tuple[float, float]:
-        """Mean and standard deviation of L under P (trapezoid rule; used to pick a grid)."""
+        """Mean and standard deviation of L under P (trapezoid rule; used to pick a grid),
+        kept per direction (pb asks for them for every phase several times)."""
         check_direction(direction, DIRECTIONS)
+        cache = self.__dict__.setdefault("_moments", {})
+        if direction not in cache:
+            cache[direction] = self._loss_moments(direction)
+        return cache[direction]
+
+    def _loss_moments(self, direction: str) -> tuple[float, float]:
         sigma = self.noise_multiplier
         x = np.linspace(-12.0 * sigma, self.max_shift + 12.0 * sigma, 801)
         log_a = -0.5 * (x / sigma) ** 2

@@ -14,7 +14,7 @@ from dpcalc.models.samplers import (ADD_REMOVE, DROP_LAST_SAMPLINGS, EPOCH_SAMPL
                                     parse_sampling)
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (batches_per_epoch, check_count, check_noise_multiplier,
-                           check_sampling_rate, epoch_steps)
+                           check_positive, check_sampling_rate, epoch_steps)
 
 MAX_STEPS = 10**9
 
@@ -204,6 +204,13 @@ class Schedule:
     def with_noise_multiplier(self, noise_multiplier: float) -> "Schedule":
         """The same run with every phase at ``noise_multiplier`` (for calibration)."""
         return Schedule(tuple(phase.with_noise_multiplier(noise_multiplier) for phase in self.phases))
+
+    def with_noise_scale(self, scale: float) -> "Schedule":
+        """The same run with every phase's noise multiplier times ``scale`` (calibrating a
+        common multiplier of a schedule's own σ)."""
+        scale = check_positive(scale, "scale")
+        return Schedule(tuple(phase.with_noise_multiplier(phase.noise_multiplier * scale)
+                              for phase in self.phases))
 
     def with_steps(self, steps: int) -> "Schedule":
         """A single-phase run with ``steps`` steps."""

@@ -151,6 +151,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 # Below this w·(|a| + w + 2) the 4-node rule is exact to a few ulps: its error is
 # ~(4!)⁴/(9·(8!)³)·(w·t)⁸ ≈ 5.6e-10·(w·t)⁸ of the mass, φ⁽⁸⁾ ~ t⁸φ (A&S 25.4.30).
 _NARROW = 0.15
+_NARROW_CHUNK = 1 << 14
 
 
 _SPLITTER = 134217729.0  # 2^27 + 1 (Dekker 1971: a float as the sum of two 26-bit halves)
@@ -205,7 +206,12 @@ def log_interval_mass(low, width) -> np.ndarray:
     positive = width > 0
     narrow = positive & (width * (np.abs(low) + width + 2.0) <= _NARROW)
     if np.any(narrow):
-        out[narrow] = _log_narrow_interval(low[narrow], width[narrow])
+        low_narrow, width_narrow = low[narrow], width[narrow]
+        values = np.empty(low_narrow.size)
+        for start in range(0, low_narrow.size, _NARROW_CHUNK):  # temporaries stay in cache
+            part = slice(start, start + _NARROW_CHUNK)
+            values[part] = _log_narrow_interval(low_narrow[part], width_narrow[part])
+        out[narrow] = values
     positive = positive & ~narrow
     high = low + width
     upper = positive & (low >= 0)
@@ -222,23 +228,26 @@ def log_interval_mass(low, width) -> np.ndarray:
     return out
 
 
-def log_normal_masses(lower_ends: np.ndarray, upper_ends: np.ndarray, centre: float,
-                      sigma: float) -> np.ndarray:
+def log_normal_masses(lower_ends: np.ndarray, upper_ends: np.ndarray, centre, sigma) -> np.ndarray:
     """ln P(lower < X ≤ upper) for X ~ N(centre, σ²), per interval (ends may be ±∞; an
-    empty or reversed interval has mass 0). The width is the float difference of the ends
-    (exact for neighbouring roots), divided by σ once: no cancellation (module doc)."""
+    empty or reversed interval has mass 0; ``centre`` and ``sigma`` a number or one per
+    interval). The width is the float difference of the ends (exact for neighbouring
+    roots), divided by σ once: no cancellation (module doc)."""
     lower_ends = np.asarray(lower_ends, dtype=float)
     upper_ends = np.asarray(upper_ends, dtype=float)
+    centre = np.broadcast_to(np.asarray(centre, dtype=float), lower_ends.shape)
+    sigma = np.broadcast_to(np.asarray(sigma, dtype=float), lower_ends.shape)
     out = np.full(lower_ends.shape, -np.inf)
     finite = np.isfinite(lower_ends) & np.isfinite(upper_ends) & (upper_ends > lower_ends)
     if np.any(finite):
-        out[finite] = log_interval_mass((lower_ends[finite] - centre) / sigma,
-                                        (upper_ends[finite] - lower_ends[finite]) / sigma)
+        out[finite] = log_interval_mass((lower_ends[finite] - centre[finite]) / sigma[finite],
+                                        (upper_ends[finite] - lower_ends[finite]) / sigma[finite])
     from_below = np.isneginf(lower_ends) & (upper_ends > lower_ends)
     to_above = np.isposinf(upper_ends) & (upper_ends > lower_ends) & ~from_below
     if np.any(from_below):
-        out[from_below] = special.log_ndtr((upper_ends[from_below] - centre) / sigma)
+        out[from_below] = special.log_ndtr((upper_ends[from_below] - centre[from_below])
+                                           / sigma[from_below])
     if np.any(to_above):
-        out[to_above] = special.log_ndtr((centre - lower_ends[to_above]) / sigma)
+        out[to_above] = special.log_ndtr((centre[to_above] - lower_ends[to_above]) / sigma[to_above])
     out[np.isneginf(lower_ends) & np.isposinf(upper_ends)] = 0.0
     return out

@@ -25,9 +25,9 @@ from dpcalc.models.schedule import MAX_STEPS, Schedule
 from dpcalc.models.truncated import BASE_DIRECTION
 from dpcalc.models.worst_case import worst_case
 from dpcalc.pb.first_grid import (  # noqa: F401 (re-exported)
-    _HINT_ABOVE_POINTS, _MAX_STEP_POINTS, DEFAULT_GRID_STEP, TAIL_FRACTION, PhaseList,
-    _check_grid_step, _hinted_step, _window_points, initial_grid_step, moment_estimate,
-    tail_half_width)
+    _HINT_ABOVE_POINTS, _MAX_STEP_POINTS, DEFAULT_GRID_STEP, TAIL_FRACTION, LazyHint,
+    PhaseList, _check_grid_step, _hinted_step, _window_points, initial_grid_step,
+    moment_estimate, resolve, tail_half_width)
 from dpcalc.pb.grid_passes import GridPasses, plain_pass
 from dpcalc.pb.direction_pass import (  # noqa: F401 (re-exported)
     _ABSOLUTE_GAP, compose_fitting, settled, tighter)
@@ -110,7 +110,7 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     delta = check_delta(delta)
     tolerance = check_positive(tolerance, "--tolerance")
     max_refined_points = check_count(max_refined_points, "max_refined_points")
-    if epsilon_hint is not None:
+    if epsilon_hint is not None and not isinstance(epsilon_hint, LazyHint):
         epsilon_hint = check_nonnegative_or_inf(epsilon_hint, "epsilon_hint")
     total_steps = sum(steps for _, steps in phases)
     half_width = tail_half_width(total_steps, delta)
@@ -121,11 +121,17 @@ def epsilon_bounds(phases: PhaseList, delta: float, tolerance: float = DEFAULT_T
     # each direction on its own grid: their losses can have very different spreads
     if coarse_start and epsilon_hint is None:
         epsilon_hint = moment_estimate(phases, delta)
-    hinted = _hinted_step(epsilon_hint, tolerance, total_steps, failure)
-    start = (hinted if start_tolerance is None else
-             _hinted_step(epsilon_hint, check_positive(start_tolerance, "start_tolerance"),
-                          total_steps, failure))
     steps = {d: initial_grid_step(phases, grid_step, half_width, d) for d in directions}
+    if isinstance(epsilon_hint, LazyHint) and (coarse_start or any(
+            _window_points(phases, d, step) > _HINT_ABOVE_POINTS
+            and _hinted_step(epsilon_hint.high, tolerance, total_steps, failure) > step
+            for d, step in steps.items())):
+        epsilon_hint.value()  # its exact value may move a first grid
+    first_hint = epsilon_hint.high if isinstance(epsilon_hint, LazyHint) else epsilon_hint
+    hinted = _hinted_step(first_hint, tolerance, total_steps, failure)
+    start = (hinted if start_tolerance is None else
+             _hinted_step(first_hint, check_positive(start_tolerance, "start_tolerance"),
+                          total_steps, failure))
     if grid_step is None:  # coarser first grids only where the fine one would be large
         steps = {d: max(step, hinted) if _window_points(phases, d, step) > _HINT_ABOVE_POINTS
                  else max(step, start) if coarse_start else step for d, step in steps.items()}

@@ -78,6 +78,26 @@ def _hinted_step(hint: float | None, tolerance: float, total_steps: int, failure
     return 0.25 * min(tolerance, 0.1) * hint / spread
 
 
+class LazyHint:
+    """A certified upper bound on ε known to lie in [low, high] at once, its exact value
+    computed on first use (e.g. rdp with fractional orders, ~40 ms per distinct phase):
+    pb reads it only where the interval cannot decide (resolve)."""
+
+    def __init__(self, low: float, high: float, exact):
+        self.low, self.high, self._exact, self._value = low, high, exact, None
+
+    def value(self) -> float:
+        if self._value is None:
+            self._value = float(self._exact())
+            self.low = self.high = self._value
+        return self._value
+
+
+def resolve(hint):
+    """The hint's value (a float, None, or a LazyHint's exact value)."""
+    return hint.value() if isinstance(hint, LazyHint) else hint
+
+
 def moment_estimate(phases: PhaseList, delta: float) -> float:
     """A rough ε(δ) from the composed loss's mean and variance (a Gaussian tail; not a
     bound): where to start the grid only."""

@@ -30,13 +30,13 @@ from __future__ import annotations
 import math
 
 from dpcalc.pld.chernoff import rounding_slack
-from dpcalc.pld.discretise import discretise
 from dpcalc.pld.fft_compose import window_points
 from dpcalc.pld.fft_error import UNIT_ROUNDOFF
 from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER
 from dpcalc.pld.tilt import tilt_onto
 
 from dpcalc.pb import direction_pass
+from dpcalc.pb.first_grid import resolve
 
 # The split pass goes first where tilting widens the plain window this many times (and
 # beyond _SPLIT_FIRST_MIN_POINTS).
@@ -88,6 +88,12 @@ class GridPasses:
         ``split_tried``: direction → whether its split pass gave bounds."""
 
         phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = self.context
+        hint = resolve(hint)
+        if self.plds is not None and self.plds[1] is None:  # its lower bound was skipped
+            upper_steps = self.plds[0]
+            lower_steps = direction_pass.discretise_phases(
+                phases, direction, upper_steps[0][0].grid_step, half_width, LOWER, tail_mass)
+            self.plds = (upper_steps, lower_steps, rounding_slack(lower_steps, failure))
         target = direction_pass.tilt_target(*best[direction], self.aim, hint)
         self.stage += 1
         tilted = True
@@ -150,8 +156,9 @@ def _split_first(context, step: float, best: dict, split_tried: dict):
     ε ≥ 0 whatever the aim (jumps.split_bounds)."""
 
     phases, direction, delta, tail_mass, failure, half_width, tolerance, hint = context
-    upper_steps = [(discretise(pair, direction, step, half_width, UPPER), count)
-                   for pair, count in phases]
+    hint = resolve(hint)
+    upper_steps = direction_pass.discretise_phases(phases, direction, step, half_width, UPPER,
+                                                   tail_mass)
     spread, rate = tilt_onto(upper_steps, hint)
     if spread < _SPLIT_FIRST_SPREAD or rate > _CLOSE_HINT_RATE * math.log(1.0 / delta):
         return None, upper_steps
@@ -178,23 +185,30 @@ def plain_pass(context, steps: dict, best: dict, aims: dict,
 
     phases, direction, delta, tail_mass, failure, half_width, _, hint = context
     discretised = None
-    if (previous is None and direction not in split_tried and hint is not None and hint > 0
-            and math.isfinite(hint) and _round_off_bound(phases, delta)):
+    if (previous is None and direction not in split_tried and hint is not None
+            and _round_off_bound(phases, delta) and resolve(hint) > 0
+            and math.isfinite(resolve(hint))):
         settled, discretised = _split_first(context, steps[direction], best, split_tried)
         if settled is not None:
             return settled
     if previous is not None and direction in aims and previous.plain_is_far(best[direction]):
         step = steps[direction]
-        upper_steps = [(discretise(pair, direction, step, half_width, UPPER), count)
-                       for pair, count in phases]
-        lower_steps = [(discretise(pair, direction, step, half_width, LOWER), count)
-                       for pair, count in phases]
+        upper_steps = direction_pass.discretise_phases(phases, direction, step, half_width,
+                                                       UPPER, tail_mass)
+        lower_steps = direction_pass.discretise_phases(phases, direction, step, half_width,
+                                                       LOWER, tail_mass)
         points = max(window_points(upper_steps, tail_mass), window_points(lower_steps, tail_mass))
         if points <= MAX_FFT_POINTS:
             plds = (upper_steps, lower_steps, rounding_slack(lower_steps, failure))
             return GridPasses(context, plds, aims[direction], previous.plain, points)
+    # many phases: a direction whose upper bound is below another's certified lower bound
+    # skips its own lower bound (direction_bounds; GridPasses composes it if a pass needs it)
+    settled_below = (max((low for other, (_, low) in best.items() if other != direction),
+                         default=-math.inf)
+                     if len(phases) >= direction_pass.MIN_PHASES else -math.inf)
     (upper, lower, steps[direction], points, plds,
      estimate) = direction_pass.direction_bounds(phases, direction, steps[direction], delta,
-                                           half_width, tail_mass, failure, discretised)
+                                           half_width, tail_mass, failure, discretised,
+                                           settled_below)
     best[direction] = direction_pass.tighter(best[direction], (upper, lower))
     return GridPasses(context, plds, aims.get(direction, estimate), (upper, lower), points)

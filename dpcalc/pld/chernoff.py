@@ -44,8 +44,11 @@ def rounding_slack(plds_with_steps, failure: float, at_most=()) -> float:
     total = sum(steps for _, steps in everything)
     spread = step * math.sqrt(max(total, 1) / 12.0)  # if errors were uniform on ±h/2
 
+    batch = getattr(plds_with_steps, "batch", None)  # phase_batch.PhasePlds: all at once
+
     def bound_at(lambdas):
-        cumulant = sum(steps * pld.rounding_log_mgf(lambdas) for pld, steps in plds_with_steps)
+        cumulant = (batch.rounding_cumulant(lambdas) if batch is not None else
+                    sum(steps * pld.rounding_log_mgf(lambdas) for pld, steps in plds_with_steps))
         cumulant = cumulant + sum(count * np.maximum(pld.rounding_log_mgf(lambdas), 0.0)
                                   for pld, count in at_most)
         return (cumulant - math.log(failure)) / lambdas
@@ -58,13 +61,15 @@ def _chernoff_window(plds_with_steps, log_tau: float) -> tuple[float, float]:
     −∞ / +∞ on a side where no λ gave a finite Chernoff bound (the caller then keeps the
     whole support on that side: mean ± 50 standard deviations, the old stand-in, is no
     bound on the mass outside it, yet the window mass reported would have claimed ≤ τ)."""
-    var = sum(steps * float(np.sum(p.pmf * (p.losses - np.sum(p.pmf * p.losses)) ** 2))
-              for p, steps in plds_with_steps)
+    batch = getattr(plds_with_steps, "batch", None)  # phase_batch.PhasePlds: all at once
+    var = (batch.variance() if batch is not None else
+           sum(steps * p.loss_variance() for p, steps in plds_with_steps))
     scale = math.sqrt(max(var, 0.0)) + plds_with_steps[0][0].grid_step
 
     def tail_bound(sign: float) -> float:
         def bound_at(lambdas):
-            cumulant = sum(steps * p.log_mgf(sign * lambdas) for p, steps in plds_with_steps)
+            cumulant = (batch.cumulant(sign * lambdas) if batch is not None else
+                        sum(steps * p.log_mgf(sign * lambdas) for p, steps in plds_with_steps))
             return (cumulant - log_tau) / lambdas
         return _min_over_lambda(bound_at, math.sqrt(-2 * log_tau) / scale)
 

@@ -119,7 +119,7 @@ def _window(plds_with_steps, tail_mass: float) -> tuple[int, int, int, bool]:
     the whole support) of the composition: Chernoff, at most τ outside on each side."""
     step = plds_with_steps[0][0].grid_step
     support_lo = sum(steps * p.offset for p, steps in plds_with_steps)
-    support_hi = sum(steps * (p.offset + p.pmf.size - 1) for p, steps in plds_with_steps)
+    support_hi = sum(steps * (p.offset + p.points - 1) for p, steps in plds_with_steps)
     lo, hi = _chernoff_window(plds_with_steps, math.log(tail_mass))
     # a side without a Chernoff bound (±∞) keeps the whole support: nothing cut there
     lo_index = max(support_lo, math.floor(lo / step)) if math.isfinite(lo) else support_lo

@@ -155,6 +155,9 @@ class CompositionErrorBound:
         # (measured |δz_k| or None, L2 bound on the rest, T_i, log M_i) per phase
         self.phases: list[tuple] = []
         self.log_rounding = None  # Σ_i (T_i |log ẑ_i| + 2), per coefficient
+        # A bound on what coefficients left out of ``index`` (taken as 0) add to any entry
+        # (phase_spectra.dropped_bound); 0 where they underflow anyway.
+        self.dropped = 0.0
 
     def forward_error(self, pmf: np.ndarray, transformed: np.ndarray):
         """(per-coefficient error measured in long double or None, L2 bound on the rest)
@@ -232,7 +235,7 @@ class CompositionErrorBound:
                    if include_inverse else 0.0)
         underflow = 1e-300  # coefficients whose power underflowed to 0 (each < e^-745)
         input_absolute = self.input_terms()[1]
-        return (propagated + rounding) / size + inverse + underflow + input_absolute
+        return (propagated + rounding) / size + inverse + underflow + input_absolute + self.dropped
 
     def input_terms(self) -> tuple[float, float]:
         """(relative, absolute) per-entry error terms from the rounding of the input pmfs

@@ -51,12 +51,21 @@ class DiscretePld:
     entry_error: float = 0.0
 
     @property
+    def points(self) -> int:
+        """Grid points of the pmf (its size)."""
+        return self.pmf.size
+
+    @property
     def losses(self) -> np.ndarray:
         cached = self.__dict__.get("_losses")
         if cached is None or cached.size != self.pmf.size:
             cached = (self.offset + np.arange(self.pmf.size)) * self.grid_step
             self.__dict__["_losses"] = cached
         return cached
+
+    def loss_variance(self) -> float:
+        """Σ p_i (ℓ_i − Σ p ℓ)²: the spread of the finite loss (Chernoff windows' scale)."""
+        return float(np.sum(self.pmf * (self.losses - np.sum(self.pmf * self.losses)) ** 2))
 
     def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
         """ln E[e^{λL}; L finite] for each λ (sub-probability MGF: Chernoff stays valid)."""

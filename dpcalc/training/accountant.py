@@ -13,15 +13,27 @@ Consecutive steps with the same noise multiplier and sample rate merge into one 
 of phases and ε is one pb composition of the :class:`Schedule` (buckets.py), never a
 replay of every step. The last answers are kept per δ until the next step, so asking
 again without new steps costs nothing.
+
+A run of several phases (σ changing every epoch, say) is composed incrementally
+(pb/incremental.py): every phase's one-step PLDs, tables and spectra are kept per δ, so
+asking after one more phase costs that phase and one read-out, not the whole run again.
+Those bounds are pb's, certified and within the tolerance, on choices fixed for the run
+(a grid at least as fine as pb's first one, tails sized for 1e9 steps): their last
+digits may differ from a fresh ``pb`` of the same schedule. One phase alone is a fresh
+``pb`` (the same answer as ``dpcalc epsilon``).
 """
 from __future__ import annotations
 
 from dpcalc.pb.buckets import DEFAULT_TOLERANCE
-from dpcalc.accountants.pb import PrivacyBucketsAccountant
+from dpcalc.pb.incremental import RunningBounds
+from dpcalc.accountants.pb import PrivacyBucketsAccountant, rdp_hint
+from dpcalc.models.lower_instances import lower_instance
+from dpcalc.models.worst_case import worst_case
 from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.samplers import (ADD_REMOVE, POISSON, SIMPLE_SAMPLINGS, parse_adjacency,
                                     parse_sampling)
 from dpcalc.models.schedule import MAX_STEPS, Phase, Schedule
+from dpcalc.pipelines.schedule_file import file_adjacency, schedule_from_file, write_schedule_file
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_delta, check_noise_multiplier, check_positive,
                            check_sampling_rate)
@@ -40,6 +52,8 @@ class PrivacyAccountant:
         self.tolerance = check_positive(tolerance, "tolerance")
         self._phases: list[Phase] = []
         self._answers: dict[float, EpsilonResult] = {}
+        self._pairs: dict[tuple, object] = {}  # one step's worst case per (σ, q)
+        self._running: dict[float, RunningBounds] = {}  # per δ: what earlier answers kept
         self.compositions = 0  # pb compositions run so far (the cache saves the others)
 
     # ---------------------------------------------------------------- recording
@@ -73,6 +87,28 @@ class PrivacyAccountant:
                       steps=phase.steps)
         return self
 
+    def to_schedule_file(self, path) -> None:
+        """Write the run so far as a schedule file (CSV: sigma, q, steps, sampling, one row
+        per phase, and its adjacency in a comment): ``dpcalc epsilon --schedule PATH``
+        accounts the same run, and :meth:`from_schedule_file` reads it back."""
+        write_schedule_file(path, self.schedule)
+
+    @classmethod
+    def from_schedule_file(cls, path, sampling: str | None = None, adjacency: str | None = None,
+                           **options) -> "PrivacyAccountant":
+        """An accountant holding the run of a schedule file (to_schedule_file's CSV, or any
+        file ``--schedule`` reads). ``sampling``: the rows' default sampler (else each row's
+        own, else poisson); ``adjacency``: else the file's recorded one, else add-remove."""
+        if adjacency is None:
+            adjacency = file_adjacency(path) or ADD_REMOVE
+        schedule, _, _ = schedule_from_file(path, sampling=POISSON if sampling is None else sampling,
+                                            adjacency=adjacency)
+        samplings = schedule.samplings
+        if len(samplings) > 1:
+            raise DpcalcError(f"--schedule {path}: the phases use several samplers "
+                              f"({', '.join(samplings)}); an accountant is for one")
+        return cls(samplings[0], adjacency, **options).extend(schedule)
+
     @property
     def history(self) -> list[tuple[float, float, int]]:
         """[(noise_multiplier, sample_rate, steps), …], one entry per phase, in order."""
@@ -101,11 +137,37 @@ class PrivacyAccountant:
         if not self._phases:
             answer = EpsilonResult("pb", 0.0, True, epsilon_lower=0.0,
                                    notes=("no steps recorded: nothing spent",))
-        else:
+        elif len(self._phases) == 1 or not self._pairs_attained():
             answer = PrivacyBucketsAccountant(self.tolerance).epsilon(self.schedule, target)
+            self.compositions += 1
+        else:
+            answer = self._running_result(target)
             self.compositions += 1
         self._answers[target] = answer
         return answer
+
+    def _pairs_attained(self) -> bool:
+        """Whether this sampler's pairs are attained (no explicit lower-bound run: the
+        incremental path applies), asked once: it depends on the sampler and adjacency."""
+        if "_attained" not in self.__dict__:
+            self._attained = lower_instance(Schedule(self._phases[:1])) is None
+        return self._attained
+
+    def _running_result(self, delta: float) -> EpsilonResult:
+        """pb's answer from the incremental composition (pb/incremental.py), with rdp's
+        upper bound where it is tighter, as PrivacyBucketsAccountant reports it."""
+        running = self._running.get(delta)
+        if running is None:
+            running = self._running[delta] = RunningBounds(delta, self.tolerance)
+        phases = []
+        for phase in self._phases:
+            key = (phase.noise_multiplier, phase.sampling_rate)
+            if key not in self._pairs:
+                self._pairs[key] = worst_case(phase).pair
+            phases.append((self._pairs[key], phase.steps))
+        bounds = running.bounds(phases)
+        accountant = PrivacyBucketsAccountant(self.tolerance)
+        return accountant._result(bounds, rdp_hint(self.schedule, delta))
 
     def epsilon(self, delta: float) -> float:
         """ε spent at ``delta``: pb's certified upper bound (the value to report)."""

@@ -230,10 +230,10 @@ def _resolve(given: RunFlags):
 
 
 def _phase_run(given: RunFlags, adjacency: str) -> tuple[Sweep, Schedule, list[str]]:
-    """--phase: one multi-phase configuration (no sweep), one sampler per phase."""
+    """--phase or --schedule: one multi-phase configuration (no sweep), one sampler per phase."""
     samplings = parse_samplings(given.sampling or "poisson")
     if len(samplings) > 1:
-        raise DpcalcError("with --phase give one --sampling (or sampling=… per phase)")
+        raise DpcalcError("with --phase or --schedule give one --sampling (or sampling per phase)")
     run = replace(given, sampling=samplings[0], adjacency=adjacency).schedule()
     return Sweep([], None, run.inputs, samplings), run.schedule, run.notes
 
@@ -269,7 +269,7 @@ def compare_command(
     target_delta = check_delta(delta)
     sampling_text, relation, chosen = _resolve(given)
     phase_notes: list[str] = []
-    if given.phase:
+    if given.phase or given.schedule_file:
         sweep, phase_schedule, phase_notes = _phase_run(replace(given, sampling=sampling_text),
                                                         relation)
     else:
