@@ -31,18 +31,39 @@ DEBUG_HELP = ("On an internal error (exit 70: a bug, not your input), print the 
               "(also: DPCALC_DEBUG=1).")
 
 
+def _debug_option():
+    """The --debug flag as the installed typer builds it (from a one-option probe command:
+    typer's parameter classes change their constructors between releases, its public
+    decorators do not); not passed to the command's function."""
+    global _DEBUG_OPTION
+    if _DEBUG_OPTION is None:
+        import typer
+        from typer.main import get_command
+
+        probe = typer.Typer()
+
+        @probe.command()
+        def _probe(debug: bool = typer.Option(False, "--debug", help=DEBUG_HELP)) -> None:
+            pass
+
+        option = next(param for param in get_command(probe).params if "--debug" in param.opts)
+        option.expose_value = False
+        _DEBUG_OPTION = option
+    return _DEBUG_OPTION
+
+
+_DEBUG_OPTION = None
+
+
 class AliasHelpCommand(TyperCommand):
     """A Typer command whose help lists each option under its first long name; the
     aliases (e.g. --noise-multiplier for --sigma) are named in its help text. Every command
     takes --debug (read by cli/app.py main, which prints the traceback of an internal error)."""
 
     def __init__(self, *args, **kwargs):
-        from typer.core import TyperOption
-
         super().__init__(*args, **kwargs)
         if not any("--debug" in getattr(param, "opts", ()) for param in self.params):
-            self.params.append(TyperOption(param_decls=["--debug"], is_flag=True, default=False,
-                                           expose_value=False, help=DEBUG_HELP))
+            self.params.append(_debug_option())
 
     def format_help(self, ctx, formatter):
         saved = [(param, param.opts, getattr(param, "help", None)) for param in self.params]
