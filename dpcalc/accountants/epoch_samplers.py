@@ -4,8 +4,10 @@ Their certificate is not the composition of one pair per step, so each bound say
 is. With b = ⌈N/B⌉ steps per epoch (⌈1/q⌉ when only q is given), T steps touch
 E = ⌈T/b⌉ epochs, and in each epoch every record is in exactly one step.
 
-UPPER (all three, no amplification; balls-in-bins under add/remove or zero-out also gets
-Feldman & Shenfeld 2025's bound, allocation.py, and the smaller is reported). Zero-out: given the batch randomness (permutations or
+UPPER (all three, no amplification; balls-in-bins also gets allocation.py's bounds —
+exact Rényi DP, the recursive bound, Feldman & Shenfeld 2025's decomposition, and for
+replace-one their chain through D∖{x} — and the smaller is reported). Zero-out: given the
+batch randomness (permutations or
 allocations, the same law for both datasets), a run is an adaptive composition of Gaussian
 mechanisms of which at most E have sensitivity C (the step holding the record) and the rest
 0; so it is (√E/σ)-GDP (Dong, Roth, Su 2022, Cor. 3.3), and mixing over the batch
@@ -51,12 +53,6 @@ SHUFFLE_ADD_REMOVE = (
 
 _UPPER_METHOD = ("certified upper: {epochs}-fold Gaussian without amplification (each record in one "
                  "step per epoch, sensitivity {sensitivity:g}C; Dong, Roth, Su 2022 Cor. 3.3)")
-_ALLOCATION_METHOD = ("certified upper: random-allocation bounds of Feldman & Shenfeld 2025 "
-                      "(decomposition from Poisson at q = 1/steps, and Rényi DP; per direction the "
-                      "smaller)")
-_ALLOCATION_EPOCHS_METHOD = ("certified upper: random-allocation bounds (Feldman & Shenfeld 2025) "
-                             "composed over {epochs} epochs (Rényi DP, or Kairouz, Oh, Viswanath "
-                             "2015 Thm 3.4; loose for many epochs)")
 _LOWER_METHOD = {
     SHUFFLE: "certified lower: Chua et al. 2024's max-of-outputs pair, composed over epochs",
     SHUFFLE_ONCE: "certified lower: Chua et al. 2024's max-of-outputs pair, one permutation "
@@ -171,17 +167,16 @@ class EpochBounds:
 
 
 def _allocation(phase: Phase, smallest_delta: float) -> AllocationBound | None:
-    """Feldman & Shenfeld's bound (allocation.py) where it applies: balls-in-bins, add/remove
-    or zero-out, at least two steps per epoch."""
-    if phase.sampling != BALLS_IN_BINS or phase.adjacency == REPLACE_ONE:
+    """allocation.py's bounds where they apply: balls-in-bins, any adjacency."""
+    if phase.sampling != BALLS_IN_BINS:
         return None
     return AllocationBound(steps_per_epoch(phase), phase.noise_multiplier, upper_mu(phase)[1],
-                           smallest_delta)
+                           smallest_delta, phase.adjacency)
 
 
 def upper_is_closed_form(phase: Phase) -> bool:
     """True where the certified upper bound is the no-amplification GDP closed form alone
-    (shuffle, shuffle-once, balls-in-bins under replace-one): σ then follows in closed form."""
+    (shuffle, shuffle-once): σ then follows in closed form."""
     return _allocation(phase, 1e-12) is None
 
 
@@ -196,9 +191,7 @@ def epoch_upper(phase: Phase, delta: float) -> tuple[float, str, str]:
     if allocation is not None:
         decomposed = allocation.epsilon(delta)
         if decomposed < upper:
-            upper, source = decomposed, "random-allocation"
-            method = (_ALLOCATION_METHOD if epochs == 1 else
-                      _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
+            upper, source, method = decomposed, "random-allocation", allocation.method(delta)
     return upper, source, method
 
 
@@ -214,10 +207,16 @@ def epoch_bounds(phase: Phase, delta: float, tolerance: float = 0.01) -> EpochBo
 
 
 def epoch_delta_upper(phase: Phase, epsilon: float) -> float:
-    """The certified upper δ(ε): the GDP closed form, or Feldman & Shenfeld's where smaller."""
+    """The certified upper δ(ε): the GDP closed form, or allocation.py's where smaller."""
+    return _delta_upper(phase, epsilon)[0]
+
+
+def _delta_upper(phase: Phase, epsilon: float) -> tuple[float, AllocationBound | None]:
     gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
     allocation = _allocation(phase, 1e-12)
-    return gaussian if allocation is None else min(gaussian, allocation.delta(epsilon))
+    if allocation is None:
+        return gaussian, None
+    return min(gaussian, allocation.delta(epsilon)), allocation
 
 
 @dataclass(frozen=True)
@@ -238,10 +237,9 @@ def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
     reference that does NOT apply."""
     _, epochs = upper_mu(phase)
     gaussian = float(gdp_delta_upper(epsilon, upper_mu(phase)[0]))
-    upper = epoch_delta_upper(phase, epsilon)
+    upper, allocation = _delta_upper(phase, epsilon)
     if upper < gaussian:
-        source, method = "random-allocation", (
-            _ALLOCATION_METHOD if epochs == 1 else _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
+        source, method = "random-allocation", allocation.method(upper)
     else:
         source = "gaussian-no-amplification"
         method = _UPPER_METHOD.format(epochs=epochs, sensitivity=sensitivity(phase))
