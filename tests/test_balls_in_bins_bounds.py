@@ -245,14 +245,17 @@ def test_every_route_is_above_the_exact_pair(sigma, steps, epochs):
                                                         (1.0, 100, 3, 1.2)])
 def test_delta_for_epsilon_is_above_the_exact_pair_and_consistent(sigma, steps, epochs, epsilon):
     """δ(ε) (epoch_delta_upper, `dpcalc delta`): at least the exact pair's δ at ε in both
-    directions, and consistent with ε(δ): ε(δ(ε)) ≤ ε."""
+    directions, and consistent with ε(δ): δ(ε(δ₀)) ≤ δ₀ (δ(ε) prepares the recursive
+    thresholds ε(δ₀) used), and ε(δ(ε)) ≤ ε up to the thresholds prepared (1e-3)."""
     phase = _phase(sigma, steps, epochs, "add-remove")
     delta = epoch_delta_upper(phase, epsilon)
     for direction in ("remove", "add"):
         truth = float(exact_pair_profile(steps, sigma, epochs, direction,
                                          2e-4 if epochs == 1 else 5e-4)(epsilon)[0])
         assert delta >= truth * (1 - 1e-2), (direction, delta, truth)
-    assert epoch_upper(phase, delta * (1 + 1e-6))[0] <= epsilon * (1 + 1e-6)
+    assert epoch_upper(phase, delta * (1 + 1e-6))[0] <= epsilon * (1 + 1e-3)
+    found = epoch_upper(phase, DELTA)[0]
+    assert epoch_delta_upper(phase, found) <= DELTA * (1 + 1e-6)
 
 
 # --- brute force over several epochs ---------------------------------------------------------

@@ -70,11 +70,12 @@ class AllocationBound:
         return np.minimum.reduce(list(self._parts(direction, epsilons).values()))
 
     def _prepare(self, deltas) -> None:
-        """Recursive thresholds for these targets: each δ for one or two, else one per
-        decade."""
+        """Recursive thresholds for these targets: each δ for up to six, else one every
+        other decade down to 1e-12."""
         deltas = np.atleast_1d(np.asarray(deltas, dtype=float))
-        if deltas.size > 2:
-            deltas = 10.0 ** np.unique(np.round(np.log10(deltas)))
+        if deltas.size > 6:  # a profile over many δ (risk): one design every other decade
+            # down to 1e-12 (below, the Rényi DP route; each design costs two compositions)
+            deltas = 10.0 ** np.unique(np.round(np.log10(deltas[deltas >= 1e-12])))[::2]
         for delta in deltas:
             if 0.0 < delta < 1.0:
                 self.recursive.prepare(float(delta))
@@ -132,12 +133,22 @@ class AllocationBound:
         return float(self.epsilons(delta)[0])
 
     def delta(self, epsilon: float) -> float:
-        """A certified δ at ``epsilon``: the recursive thresholds are chosen for the δ the
-        other bounds give there (any threshold is valid)."""
-        first = float(self.deltas(np.array([epsilon]))[0])
-        if 0.0 < first < 1.0:
-            self._prepare([first, _REPLACE_ADD_SHARE * first] if self.replace else [first])
-        return float(self.deltas(np.array([epsilon]))[0])
+        """A certified δ at ``epsilon``. The recursive thresholds (any is valid) are chosen
+        for the δ found, and for its neighbours on recursive.py's grid of design δ, until
+        that δ's neighbourhood is prepared: so δ(ε(δ₀)) ≤ δ₀, the thresholds ε(δ₀) used
+        being among them."""
+        value = float(self.deltas(np.array([epsilon]))[0])
+        for _ in range(8):
+            prepared = len(self.recursive._prepared)
+            if not 0.0 < value < 1.0:
+                break
+            around = value * 10.0 ** (np.arange(-1, 2) / 10.0)
+            self._prepare(np.concatenate([around, _REPLACE_ADD_SHARE * around])
+                          if self.replace else around)
+            value = float(self.deltas(np.array([epsilon]))[0])
+            if len(self.recursive._prepared) == prepared:
+                break
+        return value
 
     def sources(self, delta: float) -> dict[str, str]:
         """Per direction, which bound is the smallest at that direction's ε(δ) (add/remove)

@@ -46,18 +46,59 @@ def rdp_curves(steps: int, noise_multiplier: float) -> dict[str, np.ndarray]:
 
 def rdp_deltas(orders: np.ndarray, rdp_total: np.ndarray, epsilons) -> np.ndarray:
     """rdp_conversion.rdp_to_delta_improved at each of ``epsilons`` (the same formula and
-    allowances, vectorised): δ = min_α exp((α − 1)(ρ(α) − ε + ln(1 − 1/α)) − ln α), and the
-    Bretagnolle–Huber bound sqrt(1 − e^{−ρ(α)}), at most 1."""
-    epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))[:, None]
-    alphas, rho = orders[None, :], rdp_total[None, :]
+    allowances): δ = min_α exp((α − 1)(ρ(α) − ε + ln(1 − 1/α)) − ln α), the Bretagnolle–Huber
+    bound sqrt(1 − e^{−ρ(α)}), at most 1; 1 at ε < 0. Each order's ln δ is a line in ε ≥ 0
+    (its allowance too), so their minimum is read from the lower envelope of the lines:
+    O((orders + points)·log) instead of their product. Every value read is one order's
+    line, so an envelope misplaced by rounding can only give a larger δ."""
+    epsilons = np.atleast_1d(np.asarray(epsilons, dtype=float))
+    alphas, rho = np.asarray(orders, dtype=float), np.asarray(rdp_total, dtype=float)
+    finite = np.isfinite(rho)
+    alphas, rho = alphas[finite], rho[finite]
+    out = np.ones(epsilons.size)
+    if not alphas.size:
+        return out
     shrink = np.log1p(-1.0 / alphas)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        logs = (alphas - 1.0) * (rho - epsilons + shrink) - np.log(alphas)
-        logs = logs + ULPS * ((alphas - 1.0) * (rho + np.abs(epsilons) + np.abs(shrink))
-                              + np.log(alphas))
-        total_variation = 0.5 * np.log(-np.expm1(-rho)) + ULPS
-    logs = np.fmin(logs, total_variation).min(axis=1)
-    return np.exp(np.minimum(0.0, np.where(np.isnan(logs), 0.0, logs)))
+    # ln δ_α(ε) ≤ intercept − slope·ε for ε ≥ 0 (rdp_to_delta_improved's allowance included)
+    intercept = ((alphas - 1.0) * (rho + shrink) - np.log(alphas)
+                 + ULPS * ((alphas - 1.0) * (rho + np.abs(shrink)) + np.log(alphas)))
+    slope = (alphas - 1.0) * (1.0 - ULPS)
+    hull = _lower_envelope(intercept, slope)
+    lines_a, lines_b = intercept[hull], slope[hull]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        breaks = (lines_a[1:] - lines_a[:-1]) / (lines_b[1:] - lines_b[:-1])
+    total_variation = float((0.5 * np.log(-np.expm1(-rho)) + ULPS).min())
+    valid = epsilons >= 0.0
+    index = np.searchsorted(breaks, epsilons[valid], side="right")
+    logs = np.minimum(lines_a[index] - lines_b[index] * epsilons[valid], total_variation)
+    out[valid] = np.exp(np.minimum(0.0, logs))
+    return out
+
+
+def _lower_envelope(intercept: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """Indices of the lines y = intercept − slope·x forming their minimum over x ≥ 0, in
+    order of increasing slope (the convex hull trick)."""
+    order = np.lexsort((intercept, slope))
+    hull: list[int] = []
+    for i in order:
+        if hull and slope[hull[-1]] == slope[i]:
+            continue  # same slope, larger intercept: never below
+        while hull:
+            last = hull[-1]
+            crossing = (intercept[i] - intercept[last]) / (slope[i] - slope[last])
+            if crossing <= 0.0:  # i is below ``last`` on all of x ≥ 0
+                hull.pop()
+                continue
+            if len(hull) >= 2:
+                before = hull[-2]
+                previous = ((intercept[last] - intercept[before])
+                            / (slope[last] - slope[before]))
+                if crossing <= previous:
+                    hull.pop()
+                    continue
+            break
+        hull.append(int(i))
+    return np.array(hull)
 
 
 class EpochsRdp:

@@ -45,7 +45,8 @@ past] = 1).
 Rounding: B(a) from laplace.py's upper bounds on ln ψ at its nodes (any s is valid), with
 8 ulps of the magnitudes and a relative 1e-12; q_a rounded up by 4 ulps (a larger rate is
 dominated by the same argument). The thresholds: for a target δ, the largest a (bisection)
-with E·B(a) ≤ f·δ for f in _SHARES; every a is valid, the choice only costs tightness.
+with E·B(a) ≤ f·δ for f in _SHARES (δ on a grid of 10 per decade); every a is valid, the
+choice only costs tightness.
 """
 from __future__ import annotations
 
@@ -96,13 +97,16 @@ class RecursiveBound:
         return low
 
     def prepare(self, delta: float) -> None:
-        """Add the profiles whose bad events take the shares _SHARES of ``delta``."""
-        key = round(math.log10(delta), 1)
+        """Add the profiles whose bad events take the shares _SHARES of the design δ: ``delta``
+        rounded to a grid of 10 per decade, so that targets close together (ε(δ) and then
+        δ at that ε) share their thresholds."""
+        key = round(10.0 * math.log10(delta))
         if self.steps < 2 or key in self._prepared:
             return
         self._prepared.add(key)
+        design = 10.0 ** (key / 10.0)
         for share in _SHARES:
-            threshold = self.threshold(math.log(share * delta / self.epochs))
+            threshold = self.threshold(math.log(share * design / self.epochs))
             if threshold is None:
                 continue
             rate = 1.0 / (self.steps * threshold) * (1.0 + 4.0 * _EPS)
@@ -110,7 +114,7 @@ class RecursiveBound:
                 continue
             bad = math.exp(self.log_bad_event(threshold)) * (1.0 + 1e-12) * self.epochs
             profile = PoissonProfile(rate, self.noise_multiplier, self.steps * self.epochs,
-                                     delta * _RESOLUTION)
+                                     design * _RESOLUTION)
             self.parts.append((profile, min(bad, threshold * bad * (1.0 + 1e-12)), bad,
                                threshold, rate))
 
