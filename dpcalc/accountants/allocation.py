@@ -37,8 +37,9 @@ from dpcalc.models.samplers import ADD_REMOVE, REPLACE_ONE
 
 # ε₁/ε of the replace-one chain's split
 _SPLITS = np.linspace(0.0, 1.0, 41)
-# the target δ of the add link, relative to δ, for which the recursive thresholds are chosen
-_REPLACE_ADD_SHARE = 1.0 / 3.0
+# replace-one: the recursive thresholds are chosen for this share of δ (each link's δ is
+# about δ/2: δ_rem(ε₁) and e^{ε₁}δ_add(ε₂) share δ)
+_REPLACE_SHARE = 0.5
 _NAMES = {"rdp": "Rényi DP", "recursive": "recursive", "decomposition": "decomposition"}
 
 
@@ -110,7 +111,7 @@ class AllocationBound:
         """The smallest certified ε at each δ of ``deltas`` (module doc)."""
         deltas = np.atleast_1d(np.asarray(deltas, dtype=float))
         if self.replace:
-            self._prepare(np.concatenate([deltas, _REPLACE_ADD_SHARE * deltas]))
+            self._prepare(_REPLACE_SHARE * deltas)
             found = solve_epsilons(self.replace_deltas, deltas)
             for delta, epsilon in zip(deltas, found):
                 self._solved[float(delta)] = self._split(float(epsilon))
@@ -143,8 +144,7 @@ class AllocationBound:
             if not 0.0 < value < 1.0:
                 break
             around = value * 10.0 ** (np.arange(-1, 2) / 10.0)
-            self._prepare(np.concatenate([around, _REPLACE_ADD_SHARE * around])
-                          if self.replace else around)
+            self._prepare(_REPLACE_SHARE * around if self.replace else around)
             value = float(self.deltas(np.array([epsilon]))[0])
             if len(self.recursive._prepared) == prepared:
                 break

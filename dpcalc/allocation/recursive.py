@@ -63,6 +63,9 @@ _EPS = float(np.finfo(float).eps)
 _SHARES = (0.03, 0.3)
 # the Poisson compositions resolve δ down to this fraction of the target
 _RESOLUTION = 1e-3
+# thresholds whose rate q_a exceeds this multiple of 1/t are skipped (a cost rule only:
+# Poisson at 4/t is far above the other bounds there)
+_MAX_RATE_RATIO = 4.0
 
 
 class RecursiveBound:
@@ -110,8 +113,8 @@ class RecursiveBound:
             if threshold is None:
                 continue
             rate = 1.0 / (self.steps * threshold) * (1.0 + 4.0 * _EPS)
-            if rate >= 1.0:
-                continue
+            if rate >= min(1.0, _MAX_RATE_RATIO / self.steps):
+                continue  # Poisson at ≥ 4/t: not worth a composition (any a is valid)
             bad = math.exp(self.log_bad_event(threshold)) * (1.0 + 1e-12) * self.epochs
             profile = PoissonProfile(rate, self.noise_multiplier, self.steps * self.epochs,
                                      design * _RESOLUTION)
