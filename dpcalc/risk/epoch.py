@@ -14,9 +14,9 @@ UPPER (the same profile for every direction: it bounds both orders of a neighbou
   breakpoints ε_t = μt − μ²/2 (the tangent point of G_μ at α = Φ(−t), or at 1 − Φ(−t − μ)
   for the second branch) is G_μ exactly at the FPRs asked, whose tangent points are added,
   and within a relative ~1e-6 between them; μ itself is the certified GDP μ, for every FPR.
-- Balls-in-bins, add/remove or zero-out: also the random-allocation bound of Feldman &
-  Shenfeld 2025 (allocation.py: the one-epoch decomposition and RDP bounds, composed over
-  epochs by RDP or Kairouz, Oh, Viswanath 2015, Thm 3.4) — the same certified upper ε(δ)
+- Balls-in-bins: also the bounds of accountants/allocation.py (exact Rényi DP, the
+  recursive bound, Feldman & Shenfeld 2025's decomposition; replace-one their chain through
+  D∖{x}, the same for both orders) — the same certified upper ε(δ)
   that `dpcalc epsilon` reports, read at a grid of δ: each (ε_k, δ_k) certifies
   δ_true(ε) ≤ δ_k for every ε ≥ ε_k (δ_true is non-increasing). The profile is the
   smaller of the two at every ε. Any finite set of certified points gives a valid bound
