@@ -31,8 +31,9 @@ Facts used (each gives an upper bound on ψ(s); at every node the smallest is ke
      series is not used). In the φ form each log-term's rounding (4 ulps of its magnitude)
      is added to it.
 h is the largest of _STEPS whose error factor min_a e^{a²/2}/(e^{2πa/h} − 1) is ≤ 1e-32
-(h = 0.5 for σ ≥ 0.7, 0.05 at σ = 0.1); below σ ≈ 0.08 no step qualifies and only (F2),
-(F3) and ψ's trivial bound e^{s} (φ ≤ 1) are used.
+(h = 0.1 at σ = 1, 0.25 at σ = 2, 0.5 at σ = 10, 0.025 at σ = 0.2); below σ ≈ 0.2 no step
+qualifies and only (F2), (F3) and ψ's trivial bound e^{s} (φ ≤ 1) are used (the add
+direction then falls back to Jensen's bound, add_rdp.py (4)).
 """
 from __future__ import annotations
 
