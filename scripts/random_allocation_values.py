@@ -7,9 +7,8 @@ venv of its own, never in dpcalc's:
 Prints one JSON line per configuration: decomposition, direct, combined and lower bound (one
 epoch, Direction.BOTH, orders 2..60). Values recorded with random-allocation 1.0.5.
 """
-import json, sys, time, warnings
+import json, warnings
 warnings.filterwarnings("ignore")
-import numpy as np
 from random_allocation.comparisons.definitions import PrivacyParams, SchemeConfig, Direction
 from random_allocation.random_allocation_scheme.decomposition import allocation_epsilon_decomposition
 from random_allocation.random_allocation_scheme.direct import allocation_epsilon_direct

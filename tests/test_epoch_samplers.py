@@ -197,13 +197,15 @@ RANDOM_ALLOCATION = [
     (0.7, 2000, 1e-05, 0.5709106781179778, 0.5709106781179778, 0.32801722805238986),
     (1.0, 2, 1e-05, 5.233507743704366, 4.077891733300546, 3.696667305178961),
 ]
-# ours ≤ this factor × the package's best upper bound: equal to 1e-4 (or below) on 11 of the
-# 12; 1.29× at σ = 3, t = 1000, where the package's combined bound takes its recursive and
-# analytic methods too, which dpcalc does not implement
-BEST_UPPER_FACTOR = 1.3
-# where ours is below the package's best: σ = 4, t = 100, δ = 1e-8, our RDP bound's best order
-# is 128 (0.1699), beyond the package's orders 2..60 (where the same RDP curves give 0.2757)
-OUR_RDP_IS_BETTER = {(4.0, 100, 1e-08)}
+# ours ≤ this factor × the package's best upper bound (its "combined": for one epoch the
+# smallest of its decomposition, direct, recursive, analytic and local methods, all valid
+# there; tests/test_balls_in_bins_bounds.py covers many epochs, where some of its methods are
+# not): ours is below it on 6 of the 12 (the recursive bound and the exact add-direction
+# Rényi DP; 0.68× at σ = 4, t = 100, δ = 1e-8) and equal on the other 6
+BEST_UPPER_FACTOR = 1.05
+# the package's lower bound rounds up by ~2e-4 (its 0.5810243 at σ = 1, t = 100 against pb's
+# certified 0.5796 for the same max-of-outputs pair)
+LOWER_ROUNDING = 1e-3
 
 
 @pytest.mark.parametrize("sigma,steps,delta,decomposition,best,lower", RANDOM_ALLOCATION)
@@ -213,12 +215,10 @@ def test_balls_in_bins_one_epoch_matches_the_random_allocation_package(sigma, st
     bounds = epoch_bounds(phase, delta)
     assert bounds.upper_source == "random-allocation"
     assert bounds.upper <= decomposition * (1 + 1e-4)
-    if best == decomposition and (sigma, steps, delta) not in OUR_RDP_IS_BETTER:
-        # no method of the package beats its decomposition bound here, nor does our RDP
-        # bound: a value below it would be a broken formula (dropping the 1/λ of the remove
-        # bound gave 0.97715 for 1.0297781), so the comparison is two-sided
-        assert bounds.upper >= decomposition * (1 - 1e-4)
-    assert bounds.upper >= lower and bounds.upper <= BEST_UPPER_FACTOR * best
+    assert bounds.upper <= BEST_UPPER_FACTOR * best
+    # an upper bound below a valid lower bound would be broken (dropping the recursive
+    # bound's bad-event term, or reading an underflowed Gamma mass as 0, did that)
+    assert bounds.upper >= lower * (1 - LOWER_ROUNDING)
     # two certified bounds of one quantity: our lower below their best upper; ours is within
     # 1% of their lower or above it (pb tests the whole likelihood ratio, not one threshold)
     assert lower * 0.99 <= bounds.lower <= best
@@ -230,7 +230,8 @@ def test_balls_in_bins_many_epochs_stays_certified_and_below_no_amplification():
     bounds = epoch_bounds(phase, 1e-5)
     no_amplification = gdp_epsilon(1e-5, math.sqrt(20))
     assert bounds.lower <= bounds.upper <= no_amplification
-    assert "Kairouz" in bounds.upper_method
+    assert "20 epochs of 235 steps" in bounds.upper_method
+    assert "add by Rényi DP" in bounds.upper_method  # the exact add RDP, composed
     delta = PB.delta(Schedule((phase,)), bounds.upper * 1.001)
     assert delta <= 1e-5 * 1.001
 

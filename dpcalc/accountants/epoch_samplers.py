@@ -5,8 +5,10 @@ Their certificate is not the composition of one pair per step, so each bound say
 is. With b = ⌈N/B⌉ steps per epoch (⌈1/q⌉ when only q is given; ⌊N/B⌋ with drop_last), T
 steps touch E = ⌈T/b⌉ epochs, and in each epoch every record is in at most one step.
 
-UPPER (all, no amplification; balls-in-bins under add/remove or zero-out also gets
-Feldman & Shenfeld 2025's bound, allocation.py, and the smaller is reported). Zero-out: given the batch randomness (permutations or
+UPPER (all, no amplification; balls-in-bins also gets allocation.py's bounds — exact Rényi
+DP, the recursive bound, Feldman & Shenfeld 2025's decomposition, and for replace-one their
+chain through D∖{x} — and the smaller is reported). Zero-out: given the batch randomness
+(permutations or
 allocations, the same law for both datasets), a run is an adaptive composition of Gaussian
 mechanisms of which at most E have sensitivity C (the step holding the record) and the rest
 0; so it is (√E/σ)-GDP (Dong, Roth, Su 2022, Cor. 3.3), and mixing over the batch
@@ -73,12 +75,6 @@ _MIXTURE_METHOD = ("certified upper: Gaussian-DP mixed over the epochs that hold
 _EXACT_METHOD = ("certified upper = lower: exactly {epochs}-fold Gaussian (the same known order "
                  "every epoch: no amplification, and an adversary attains it; sensitivity "
                  "{sensitivity:g}C)")
-_ALLOCATION_METHOD = ("certified upper: random-allocation bounds of Feldman & Shenfeld 2025 "
-                      "(decomposition from Poisson at q = 1/steps, and Rényi DP; per direction the "
-                      "smaller)")
-_ALLOCATION_EPOCHS_METHOD = ("certified upper: random-allocation bounds (Feldman & Shenfeld 2025) "
-                             "composed over {epochs} epochs (Rényi DP, or Kairouz, Oh, Viswanath "
-                             "2015 Thm 3.4; loose for many epochs)")
 _LOWER_METHOD = {
     SHUFFLE: "certified lower: Chua et al. 2024's max-of-outputs pair, composed over epochs",
     SHUFFLE_ONCE: "certified lower: Chua et al. 2024's max-of-outputs pair, one permutation "
@@ -220,19 +216,18 @@ class EpochBounds:
 
 
 def _allocation(phase: Phase, smallest_delta: float) -> AllocationBound | None:
-    """Feldman & Shenfeld's bound (allocation.py) where it applies: balls-in-bins, add/remove
-    or zero-out, at least two steps per epoch."""
-    if phase.sampling != BALLS_IN_BINS or phase.adjacency == REPLACE_ONE:
+    """allocation.py's bounds where they apply: balls-in-bins, any adjacency."""
+    if phase.sampling != BALLS_IN_BINS:
         return None
     return AllocationBound(steps_per_epoch(phase), phase.noise_multiplier, upper_mu(phase)[1],
-                           smallest_delta)
+                           smallest_delta, phase.adjacency)
 
 
 def upper_is_closed_form(phase: Phase) -> bool:
     """True where the certified upper bound is the no-amplification GDP closed form alone
-    (shuffle, shuffle-once over whole epochs, sequential, once-per-epoch, balls-in-bins under
-    replace-one): σ then follows in closed form."""
-    return _allocation(phase, 1e-12) is None and len(epoch_count_law(phase)) == 1
+    (shuffle, shuffle-once over whole epochs, sequential, once-per-epoch): σ then follows in
+    closed form."""
+    return phase.sampling != BALLS_IN_BINS and len(epoch_count_law(phase)) == 1
 
 
 def _gaussian_method(phase: Phase) -> tuple[str, str]:
@@ -273,9 +268,7 @@ def epoch_upper(phase: Phase, delta: float) -> tuple[float, str, str]:
     if allocation is not None:
         decomposed = allocation.epsilon(delta)
         if decomposed < upper:
-            upper, source = decomposed, "random-allocation"
-            method = (_ALLOCATION_METHOD if epochs == 1 else
-                      _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
+            upper, source, method = decomposed, "random-allocation", allocation.method(delta)
     return upper, source, method
 
 
@@ -297,11 +290,17 @@ def _extra_notes(phase: Phase) -> tuple[str, ...]:
 
 
 def epoch_delta_upper(phase: Phase, epsilon: float) -> float:
-    """The certified upper δ(ε): the GDP bound (mixed over K where known), or Feldman &
-    Shenfeld's where smaller."""
+    """The certified upper δ(ε): the GDP bound (mixed over K where known), or allocation.py's
+    where smaller."""
+    return _delta_upper(phase, epsilon)[0]
+
+
+def _delta_upper(phase: Phase, epsilon: float) -> tuple[float, AllocationBound | None]:
     gaussian = gaussian_delta_upper(phase, epsilon)
     allocation = _allocation(phase, 1e-12)
-    return gaussian if allocation is None else min(gaussian, allocation.delta(epsilon))
+    if allocation is None:
+        return gaussian, None
+    return min(gaussian, allocation.delta(epsilon)), allocation
 
 
 @dataclass(frozen=True)
@@ -322,10 +321,9 @@ def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
     reference that does NOT apply."""
     _, epochs = upper_mu(phase)
     gaussian = gaussian_delta_upper(phase, epsilon)
-    upper = epoch_delta_upper(phase, epsilon)
+    upper, allocation = _delta_upper(phase, epsilon)
     if upper < gaussian:
-        source, method = "random-allocation", (
-            _ALLOCATION_METHOD if epochs == 1 else _ALLOCATION_EPOCHS_METHOD.format(epochs=epochs))
+        source, method = "random-allocation", allocation.method(upper)
     else:
         source, method = _gaussian_method(phase)
     if phase.sampling == SEQUENTIAL:

@@ -3,16 +3,17 @@ certified upper bound for the sampler: the value `dpcalc epsilon` reports
 (epoch_samplers.epoch_upper).
 
 - Closed form where that bound is the no-amplification GDP bound alone (shuffle,
-  shuffle-once, balls-in-bins under replace-one): μ = Δ√E/σ must be the μ* of the Gaussian
-  mechanism with (ε, δ) (epoch_samplers.epoch_sigma). Exact.
-- Balls-in-bins under add/remove or zero-out: the bound is the smaller of that closed form
-  and Feldman & Shenfeld 2025's random-allocation bound (allocation.py), which has no
-  closed form: a root search on σ (calibrate.calibrate_noise_multiplier, which needs ε
-  non-increasing in σ) over the same function, seeded with the closed-form σ (always on the
-  safe side: the reported bound never exceeds the closed form). The random-allocation bound
-  is read from pb's numeric composition and a grid of Rényi orders, so it is non-increasing
-  in σ up to that discretisation (a staircase at the 1e-5 relative level, far below the
-  search's 1e-3 precision); the σ returned is checked once more with the full accountant.
+  shuffle-once): μ = Δ√E/σ must be the μ* of the Gaussian mechanism with (ε, δ)
+  (epoch_samplers.epoch_sigma). Exact.
+- Balls-in-bins (every adjacency): the bound is the smaller of that closed form and the
+  balls-in-bins bounds (accountants/allocation.py: exact Rényi DP, the recursive bound, the
+  decomposition; replace-one their chain through D∖{x}), which have no closed form: a root
+  search on σ (calibrate.calibrate_noise_multiplier, which needs ε non-increasing in σ) over
+  the same function, seeded with the closed-form σ (always on the safe side: the reported
+  bound never exceeds the closed form). Each of those bounds decreases in σ; they are read
+  from pb's numeric compositions, grids of Rényi orders and thresholds chosen per σ, so the
+  minimum is non-increasing up to that discretisation (a staircase far below the search's
+  1e-3 precision); the σ returned is checked once more with the full accountant.
 """
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ class CompactPld(DiscretePld):
         return self.index, self.values
 
     def _batch(self):
-        from dpcalc.pld.phase_batch import PhaseBatch  # noqa: the batch of this pld alone
+        from dpcalc.pld.phase_batch import PhaseBatch  # the batch of this pld alone (a local import)
 
         found = self.__dict__.get("_alone")
         if found is None:

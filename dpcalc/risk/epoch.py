@@ -18,9 +18,9 @@ UPPER (the same profile for every direction: it bounds both orders of a neighbou
 - Shuffle and shuffle-once ending inside an epoch: also the Gaussian-DP mixture over the
   epochs that hold the record (epoch_orders.py (B), Prop. 1), read at the E-fold profile's
   breakpoints as certified points (below).
-- Balls-in-bins, add/remove or zero-out: also the random-allocation bound of Feldman &
-  Shenfeld 2025 (allocation.py: the one-epoch decomposition and RDP bounds, composed over
-  epochs by RDP or Kairouz, Oh, Viswanath 2015, Thm 3.4) — the same certified upper ε(δ)
+- Balls-in-bins: also the bounds of accountants/allocation.py (exact Rényi DP, the
+  recursive bound, Feldman & Shenfeld 2025's decomposition; replace-one their chain through
+  D∖{x}, the same for both orders) — the same certified upper ε(δ)
   that `dpcalc epsilon` reports, read at a grid of δ: each (ε_k, δ_k) certifies
   δ_true(ε) ≤ δ_k for every ε ≥ ε_k (δ_true is non-increasing). The profile is the
   smaller of the two at every ε. Any finite set of certified points gives a valid bound
