@@ -43,15 +43,22 @@ def float_array(values, flag: str, valid: str):
     float range (10**400) or NaN. numpy is imported here, not at start-up."""
     import numpy as np
 
-    message = f"{flag} must be {valid}; got {_show(values)}"
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":  # the engine's own arrays
+        if np.isnan(values).any():
+            raise DpcalcError(f"{flag} must be {valid}; got NaN")
+        return values
+
+    def refused() -> DpcalcError:  # the echo is built only when refusing (a repr costs)
+        return DpcalcError(f"{flag} must be {valid}; got {_show(values)}")
+
     if values is None or isinstance(values, (str, bytes, dict, set, frozenset)):
-        raise DpcalcError(message)
+        raise refused()
     try:
         array = np.asarray(values)
     except (TypeError, ValueError, OverflowError):  # ragged nesting, odd objects
-        raise DpcalcError(message) from None
+        raise refused() from None
     if array.dtype.kind not in "iuf":  # b(ool), c(omplex), O(bject: 10**400, None), U, S
-        raise DpcalcError(message)
+        raise refused()
     array = array.astype(float)
     if np.isnan(array).any():
         raise DpcalcError(f"{flag} must be {valid}; got NaN")
