@@ -28,7 +28,7 @@ Opacus users: ``engine.accountant = dpcalc.OpacusAccountant()`` (see dpcalc.trai
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
     "DpcalcError": "dpcalc.errors",

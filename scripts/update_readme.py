@@ -1,7 +1,11 @@
-"""Rerun every ```console example of README.md and write what it prints back into the block.
+"""Rerun every ```console example of README.md and docs/*.md and write what it prints back into
+the block. Run from anywhere: `python scripts/update_readme.py [FILE ...]` (default: all of them).
 
-Convention: a block whose last line closes a table (starts with "└") shows only the output up to
-the end of the first table (of all its parts, when it was split to fit 80 columns); every other block shows the whole output (stdout, then stderr).
+Conventions: a block whose last line closes a table (starts with "└") shows only the output up to
+the end of the first table (of all its parts, when it was split to fit 80 columns); a block with a
+line "[…]" (ELIDED) shows as many leading and trailing lines of the output as it shows before and
+after that line (the middle left out); every other block shows the whole output (stdout, then
+stderr). Commands run from the repository's root (examples/ paths), at 80 columns.
 In JSON output a full-precision number (more than 8 significant digits, whose last places may
 differ between machines) is shown by its leading digits and "…"; tests/test_readme.py checks
 that every shown line is printed, in order, "…" standing for the digits left out.
@@ -16,6 +20,12 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+ELIDED = "[…]"
+
+
+def documents() -> list[pathlib.Path]:
+    """The files whose examples are checked: README.md and every docs/*.md."""
+    return [README, *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"```console\n(.*?)```", flags=re.S)
 # "key": 2.381807141945078, → "key": 2.38180…,
 FULL_PRECISION = re.compile(r'^(\s*(?:"[^"]+": )?)(-?\d+\.\d+(?:e[-+]?\d+)?)(,?)$')
@@ -27,6 +37,9 @@ STABLE_DIGITS = 6
 # NOISY_DIGITS significant digits and "…".
 NOISY_LINES = ("Gaussian-DP μ", "Gaussian DP: TPR")
 NOISY_DIGITS = 3
+# A line that depends on the machine's speed (a long audit's time estimate on stderr, said
+# only when the rest takes ≥ 10 s): never shown, so the example holds on a faster machine.
+TIMING_LINE = re.compile(r"^note: audit: \d+ of \d+ runs in .* left \(")
 DECIMAL = re.compile(r"(?<![\d.e-])(\d+\.\d+)(?![\d.e])")
 
 
@@ -77,7 +90,7 @@ def _run(command: str) -> list[str]:
                                text=True, timeout=300, cwd=ROOT,
                                env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"})
     lines = completed.stdout.splitlines() + completed.stderr.splitlines()
-    return [line.rstrip() for line in lines]
+    return [line.rstrip() for line in lines if not TIMING_LINE.match(line)]
 
 
 def _render(match: re.Match) -> str:
@@ -87,7 +100,11 @@ def _render(match: re.Match) -> str:
     if "json" in command:
         printed = [stable_digits(line) for line in printed]
     printed = [noisy_digits(line) for line in printed]
-    if lines[-1].startswith("└"):  # the first table, with every part of it when split
+    if ELIDED in lines[1:]:  # the head and the tail, as many lines as the block shows
+        marker = lines.index(ELIDED)
+        head, tail = marker - 1, len(lines) - marker - 1
+        printed = printed[:head] + [ELIDED] + (printed[-tail:] if tail else [])
+    elif lines[-1].startswith("└"):  # the first table, with every part of it when split
         ends = [i for i, line in enumerate(printed) if line.startswith("└")]
         parts = re.search(r"\((\d+)/(\d+)\)\s*$", printed[0]) if printed else None
         count = int(parts.group(2)) if parts else 1
@@ -97,6 +114,7 @@ def _render(match: re.Match) -> str:
 
 
 if __name__ == "__main__":
-    text = README.read_text()
-    README.write_text(BLOCK.sub(_render, text))
-    print(f"updated {README.relative_to(ROOT)}")
+    chosen = [pathlib.Path(name).resolve() for name in sys.argv[1:]] or documents()
+    for path in chosen:
+        path.write_text(BLOCK.sub(_render, path.read_text()))
+        print(f"updated {path.relative_to(ROOT)}")

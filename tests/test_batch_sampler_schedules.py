@@ -314,7 +314,7 @@ def test_simulate_trains_on_the_library_sampler_of_its_model(sampling, adjacency
 
 # ---------------------------------------------------------------- the documented numbers
 def test_the_documented_mnist_numbers_are_pb_on_the_samplers_schedules():
-    """docs/samplers.md and the README quote pb's interval on MNIST's settings (N = 60 000,
+    """docs/samplers.md and docs/library.md quote pb's interval on MNIST's settings (N = 60 000,
     B = 256, σ = 1.1, 60 epochs, δ = 1e-5) for a shuffled loader, balls-in-bins and Poisson:
     here they are recomputed from the samplers' own schedules, as the CLI prints them."""
     import pathlib
@@ -323,7 +323,7 @@ def test_the_documented_mnist_numbers_are_pb_on_the_samplers_schedules():
 
     root = pathlib.Path(__file__).resolve().parent.parent
     docs = (root / "docs" / "samplers.md").read_text()
-    readme = (root / "README.md").read_text()
+    library = (root / "docs" / "library.md").read_text()
     shuffled = ShuffleSampler(60_000, batch_size=256, epochs=60)
     pb = get_accountant("pb")
     assert pb.epsilon(shuffled.schedule(SIGMA), DELTA).epsilon is None  # add/remove: none
@@ -332,9 +332,9 @@ def test_the_documented_mnist_numbers_are_pb_on_the_samplers_schedules():
             (PoissonSampler(60_000, batch_size=256, epochs=60), "add-remove", 14_063, True),
             (BallsInBinsSampler(60_000, batch_size=256, epochs=1), "add-remove", 235, False),
             (PoissonSampler(60_000, batch_size=256, steps=235), "add-remove", 235, False)]
-    for sampler, adjacency, steps, in_readme in runs:
+    for sampler, adjacency, steps, in_library in runs:
         assert len(sampler) == steps
         result = pb.epsilon(sampler.schedule(SIGMA, adjacency), DELTA)
         shown = f"[{show_lower(result.epsilon_lower)}, {show_upper(result.epsilon)}]"
         assert shown in docs
-        assert shown in readme or not in_readme
+        assert shown in library or not in_library

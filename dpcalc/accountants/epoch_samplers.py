@@ -17,8 +17,8 @@ the same with sensitivity 2C (both records in the same slot). Balls-in-bins add/
 added record's allocation is independent of the others', so nothing is displaced and Δ = C.
 δ(ε) is the closed form of Balle & Wang 2018, Thm 8 at μ = Δ√E/σ. For shuffle and
 shuffle-once the number K of epochs whose observed steps hold the record has a known law,
-and δ(ε) ≤ E[δ_{μ_K}(ε)] (epoch_orders.py (B); with a partial last epoch this is Prop. 1 of
-notes/shuffle-bounds.md: w·δ_{μ_E} + (1 − w)·δ_{μ_{E−1}}, w = rB/N); the smaller is reported.
+and δ(ε) ≤ E[δ_{μ_K}(ε)] (epoch_orders.py (B); with a partial last epoch this is
+w·δ_{μ_E} + (1 − w)·δ_{μ_{E−1}}, w = rB/N, proved there); the smaller is reported.
 Samplers that fix positions in an order under add/remove are not applicable: inserting a
 record shifts every later position (the nearest certified model is zero-out).
 
@@ -70,7 +70,7 @@ _UPPER_METHOD = ("certified upper: {epochs}-fold Gaussian without amplification 
                  "step per epoch, sensitivity {sensitivity:g}C; Dong, Roth, Su 2022 Cor. 3.3)")
 _MIXTURE_METHOD = ("certified upper: Gaussian-DP mixed over the epochs that hold the record "
                    "(K = {low}…{high} of {epochs}: E[δ_{{μ_K}}], μ_k = {sensitivity}√k/σ; "
-                   "Prop. 1 of notes/shuffle-bounds.md, dpcalc.models.epoch_orders), below the "
+                   "proof: dpcalc.models.epoch_orders, (B); docs/models.md), below the "
                    "{epochs}-fold Gaussian")
 _EXACT_METHOD = ("certified upper = lower: exactly {epochs}-fold Gaussian (the same known order "
                  "every epoch: no amplification, and an adversary attains it; sensitivity "

@@ -137,7 +137,7 @@ def _quiet_broken_pipe() -> None:
 INTERNAL_ERROR = 70
 DEBUG_FLAG = "--debug"
 DEBUG_VARIABLE = "DPCALC_DEBUG"
-# Where bugs go (README, "Scripts and CI": exit codes).
+# Where bugs go (docs/numbers.md, "In scripts and CI": exit codes).
 BUG_REPORTS = "the dpcalc issue tracker"
 
 
@@ -189,7 +189,7 @@ def _usable_streams() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: exit 0 ok, 1 budget exceeded, 2 bad input (one line, no
     traceback), 70 internal error (one line; --debug or DPCALC_DEBUG=1 adds the traceback),
-    130 interrupted (README, "Scripts and CI")."""
+    130 interrupted (docs/numbers.md, "In scripts and CI")."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = debug_requested(args)
     if debug:  # the tracebacks of failures caught inside (accountants/evaluate.py) too

@@ -61,7 +61,7 @@ def rdp_overapprox_epsilon(setting: GroupSetting, delta: float,
     epsilon, order = rdp_to_epsilon_improved(orders, total, delta)
     return EpsilonResult(
         accountant=RDP_OVERAPPROX, epsilon=epsilon, certified=True, order=order,
-        notes=("seed 000's over-approximation: every j ≥ 1 moved to j = k (q′ = 1 − p_0, "
+        notes=("RDP over-approximation: every j ≥ 1 moved to j = k (q′ = 1 − p_0, "
                "noise σ/(shift·k)); an upper bound because the pair is a post-processing of it",),
         details={"sampling_rate": rate, "noise_multiplier": sigma, "conversion": "improved"})
 

@@ -59,8 +59,9 @@ DEFAULT_METHODS = (PB, RDP_OVERAPPROX, GROUP_CONVERSION, RDP_GROUP)
 # time grow with k, and ε at k = 64 is already far beyond any useful budget.
 MAX_GROUP_SIZE = 64
 
-SEED_NOTE = ("seed 000's model, NOT a certificate for this run: hypergeometric weights with "
-             "shift j assume an absent protected record leaves its batch slot empty; with "
+SEED_NOTE = ("the shift-j pair (--method seed), NOT a certificate for this run: "
+             "hypergeometric weights with shift j assume an absent protected record leaves "
+             "its batch slot empty; with "
              "fixed-size batches it displaces another record (shift up to 2j)")
 
 

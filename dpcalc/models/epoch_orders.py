@@ -31,8 +31,8 @@ order law: the E-fold Gaussian without amplification.
 - shuffle (a fresh uniform permutation each epoch): every full epoch holds i; the last
   epoch's first r < b batches are full, hold rB of the N slots, so i is among them with
   probability w = rB/N (w = 1 when r = b): K = E − 1 + Bernoulli(w), and
-  δ(ε) ≤ w·δ_{μ_E}(ε) + (1 − w)·δ_{μ_{E−1}}(ε) (/work/notes/shuffle-bounds.md, Prop. 1; the
-  proof is (A)'s). With drop_last each epoch uses bB of the N slots of a fresh permutation:
+  δ(ε) ≤ w·δ_{μ_E}(ε) + (1 − w)·δ_{μ_{E−1}}(ε) (the proof is
+  (A)'s). With drop_last each epoch uses bB of the N slots of a fresh permutation:
   K = Binomial(E − 1, bB/N) + Bernoulli(rB/N), independent.
 - shuffle-once (one uniform permutation): i's slot is the same every epoch, so
   K = E − 1 + 1{slot in the first r batches}: the law of shuffle.
@@ -225,7 +225,7 @@ def gdp_epsilon_lower(delta: float, mu: float) -> float:
 
 def berry_esseen_note(phase) -> str:
     """Why van Dijk & Ertan 2026 (arXiv 2605.06259) gives nothing here: its regime check, and
-    the least error any Berry–Esseen bound adds to δ (notes/shuffle-bounds.md, §1.1)."""
+    the least error any Berry–Esseen bound adds to δ (Esseen 1956: the smallest Berry–Esseen constant)."""
     per_epoch = steps_per_epoch(phase)
     epochs, _ = epochs_touched(phase)
     if per_epoch < 2:

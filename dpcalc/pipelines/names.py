@@ -3,7 +3,7 @@
 A certificate holds for one model of the run (samplers.py); users know their pipeline
 (PyTorch's DataLoader, Opacus, tf.data, jax_privacy, a federated server), not its model.
 This table is the one source of truth for ``--pipeline``, ``dpcalc pipelines`` and the
-README's "Which --sampling is my pipeline?" table (a test checks the README against it).
+table of docs/models.md, "Which --sampling is my pipeline?" (a test checks it).
 
 Where the pipeline fixes positions in an order (shuffle, sequential, once-per-epoch), no
 certificate exists under add/remove (an inserted record shifts every later position), so

@@ -1,6 +1,6 @@
 """Federated learning helpers: the noise multiplier to account with under adaptive clipping.
 
-Client-level DP-FedAvg (McMahan et al. 2018; seed 002) is DP-SGD with clients as records
+Client-level DP-FedAvg (McMahan et al. 2018) is DP-SGD with clients as records
 and rounds as steps: each round samples clients (Poisson at rate q, or exactly m of the N
 clients: ``--sampling fixed``), clips each client's update to S and adds N(0, z²S²) to the
 sum. Adaptive clipping (Andrew, Thakkar, McMahan, Ramaswamy 2021, "Differentially private

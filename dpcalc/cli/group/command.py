@@ -35,7 +35,7 @@ _DEFAULT_METHODS = ("pb", "rdp-overapprox", "group-conversion", "rdp-group")
 _PB_WORK_LIMIT = 2e7
 _HYPERGEOMETRIC_NOTE = ("--sampling hypergeometric now means fixed-size batches with the "
                         "certified analysis (a protected record displaces another: shift 2j); "
-                        "seed 000's pair (shift j) is --method seed")
+                        "the shift-j pair (an absent record leaves its slot empty) is --method seed")
 _MAX_K = 64
 NOT_APPLICABLE = "not applicable"
 NO_CERTIFICATE = "no certificate"
@@ -60,8 +60,8 @@ SAMPLING = typer.Option("poisson", "--sampling", metavar="NAME",
                              "protected record displaces another (shift 2j, J ~ Hypergeom).")
 METHOD = typer.Option(None, "--method", "-m", metavar="NAME",
                       help=f"One of {', '.join(_METHODS)} or all (repeatable or comma-separated). "
-                           f"Default: {', '.join(_DEFAULT_METHODS)}. seed: seed 000's pair, not a "
-                           "certificate for fixed-size batches.")
+                           f"Default: {', '.join(_DEFAULT_METHODS)}. seed: the shift-j pair (an absent record "
+                           "leaves its slot empty), not a certificate for fixed-size batches.")
 TARGET_EPSILON = typer.Option(None, *opt.TARGET_EPSILON_NAMES, "-e", metavar="FLOAT",
                               help="Instead of --sigma: the smallest σ whose certified pb ε for k "
                                    "records is ≤ this (one σ per k).")
@@ -139,7 +139,7 @@ def _plot_paths(plot: str, kind: PlotKind) -> dict[str, Path]:
 # --------------------------------------------------------------------------- records
 _SHORT_KIND = {CERTIFIED: "certified", APPROXIMATION: "approximation", NOT_APPLICABLE: "n/a",
                ERROR: ERROR,
-               NO_CERTIFICATE: "none found", "seed model": "seed's model (not for this run)"}
+               NO_CERTIFICATE: "none found", "seed model": "shift-j model (not for this run)"}
 
 
 def group_record(k: int, result) -> dict:
@@ -261,10 +261,10 @@ def group_command(
     pb composes the model's worst-case pair and gives certified upper and lower bounds:
     Poisson sampling (default), N(0, σ²) vs Σ_j Binomial(k, q)_j·N(j, σ²); fixed-size
     batches (--sampling fixed), N(0, σ²) vs Σ_j Hypergeom_j·N(2j, σ²), since a protected
-    record in the batch displaces another. Beside it: rdp-overapprox (seed 000's quick RDP
-    method), group-conversion ((kε, k·e^((k−1)ε)·δ) from the k = 1 guarantee) and rdp-group
-    (Mironov 2017 Prop. 2, k a power of two); seed (seed 000's own pair, shift j, which is
-    not a certificate for fixed-size batches) on request. --plot FILE draws the figure
+    record in the batch displaces another. Beside it: rdp-overapprox (a quick RDP
+    over-approximation), group-conversion ((kε, k·e^((k−1)ε)·δ) from the k = 1 guarantee) and rdp-group
+    (Mironov 2017 Prop. 2, k a power of two); seed (the shift-j pair, which assumes an absent record leaves
+    its slot empty: not a certificate for fixed-size batches) on request. --plot FILE draws the figure
     chosen by --plot-kind; --plot-kind all writes three files.
 
     Example: dpcalc group --k 1:4 --batch-size 256 --dataset-size 60000 --sigma 1 --steps 1000

@@ -1,6 +1,6 @@
 """`dpcalc pipelines`: every named pipeline, what it is and the model it maps to — the table
-``--pipeline`` reads (pipelines/names.py), and the README's "Which --sampling is my
-pipeline?" table (markdown_table; tests/test_pipelines.py checks the README against it)."""
+``--pipeline`` reads (pipelines/names.py), and the "Which --sampling is my
+pipeline?" table of docs/models.md (markdown_table; tests/test_pipelines.py checks it)."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,7 @@ from dpcalc.pipelines.names import PIPELINES, UNIT_WORDS
 
 
 def markdown_table() -> str:
-    """The pipelines as a Markdown table (the README's section is exactly this)."""
+    """The pipelines as a Markdown table (docs/models.md's table is exactly this)."""
     lines = ["| pipeline (`--pipeline`) | what it is | `--sampling` | default `--adjacency` | "
              "unit |", "|---|---|---|---|---|"]
     for pipeline in PIPELINES:

@@ -107,7 +107,7 @@ class LiveAccountant:
     The planned epoch ends are known before training starts, so ``start()`` computes
     their ε on a background thread while the model trains, as one curve over all of them
     (curve.py: one composition; each point certified, on a grid at least as fine as the
-    point path's, and within ~1e-7 of `dpcalc epsilon` in the README's runs). With
+    point path's, and within ~1e-7 of `dpcalc epsilon` in the documented runs). With
     ``final_by_point`` (σ calibrated by the point path), the last epoch is the point path's
     number on a second thread, the ε the calibration certified. NumPy's large array
     operations release the GIL. ``row()`` fills an epoch's ε at once if it is in, else
