@@ -43,7 +43,9 @@ def float_array(values, flag: str, valid: str):
     float range (10**400) or NaN. numpy is imported here, not at start-up."""
     import numpy as np
 
-    if isinstance(values, np.ndarray) and values.dtype.kind == "f":  # the engine's own arrays
+    # the engine's own arrays (exactly float64 ndarrays: a masked array hides NaNs from
+    # isnan, float32 breaks the float64 rounding allowances; both take the copy below)
+    if type(values) is np.ndarray and values.dtype == np.float64:
         if np.isnan(values).any():
             raise DpcalcError(f"{flag} must be {valid}; got NaN")
         return values
@@ -54,12 +56,14 @@ def float_array(values, flag: str, valid: str):
     if values is None or isinstance(values, (str, bytes, dict, set, frozenset)):
         raise refused()
     try:
+        if isinstance(values, np.ma.MaskedArray):  # a masked entry is no number
+            values = np.ma.asarray(values, dtype=float).filled(np.nan)
         array = np.asarray(values)
     except (TypeError, ValueError, OverflowError):  # ragged nesting, odd objects
         raise refused() from None
     if array.dtype.kind not in "iuf":  # b(ool), c(omplex), O(bject: 10**400, None), U, S
         raise refused()
-    array = array.astype(float)
+    array = np.array(array, dtype=float)  # a plain float64 copy (masked values exposed)
     if np.isnan(array).any():
         raise DpcalcError(f"{flag} must be {valid}; got NaN")
     return array

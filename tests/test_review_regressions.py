@@ -132,3 +132,33 @@ def test_fixed_full_batch_add_remove_lower_bound_is_an_attained_runs(dataset_siz
     instance = Phase(smallest_n / (smallest_n + 1), 1.0, 100, "fixed", "add-remove")
     assert found.epsilon_lower <= pb.epsilon(Schedule((instance,)), 1e-5).epsilon
     assert found.epsilon_lower > 0 and found.epsilon_lower <= found.epsilon
+
+
+def test_masked_and_float32_arrays_are_checked_and_widened():
+    """params.float_array's fast path is for plain float64 arrays only: a masked NaN is
+    refused (it answered ε = 0.0), a masked order is not silently dropped (it answered 0.8
+    where all three orders give 2.014), and float32 input is widened to float64 before the
+    float64 rounding allowances apply (a float32 gdp_delta_upper came out below the exact δ)."""
+    import numpy as np
+
+    from dpcalc.accountants.rdp_conversion import rdp_to_epsilon_improved
+    from dpcalc.errors import DpcalcError
+    from dpcalc.models.gaussian import gdp_delta_upper
+    from dpcalc.models.mixture import GaussianMixturePair
+
+    orders = [2.0, 4.0, 8.0]
+    with pytest.raises(DpcalcError, match="NaN"):
+        rdp_to_epsilon_improved(orders, np.ma.masked_invalid([np.nan, 0.4, 0.8]), 1e-5)
+    with pytest.raises(DpcalcError, match="NaN"):
+        rdp_to_epsilon_improved(orders, np.ma.array([0.2, 0.4, 0.8], mask=[0, 0, 1]), 1e-5)
+    with pytest.raises(DpcalcError):
+        GaussianMixturePair(np.ma.array([0.5, np.nan, 0.5], mask=[0, 1, 0]), 1.0)
+    full = rdp_to_epsilon_improved(orders, np.array([0.2, 0.4, 0.8]), 1e-5)
+    narrow = rdp_to_epsilon_improved(np.array(orders, dtype=np.float32),
+                                     np.array([0.2, 0.4, 0.8], dtype=np.float32), 1e-5)
+    wide = rdp_to_epsilon_improved(np.array(orders, dtype=np.float32).astype(float),
+                                   np.array([0.2, 0.4, 0.8], dtype=np.float32).astype(float), 1e-5)
+    assert narrow[0] == wide[0] and full[0] > 2.0
+    epsilons32 = np.array([0.1, 1.0], dtype=np.float32)
+    assert np.array_equal(gdp_delta_upper(epsilons32, 2.0),
+                          gdp_delta_upper(epsilons32.astype(float), 2.0))

@@ -39,7 +39,7 @@ with drop_last every epoch has weight bB/N.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dpcalc.accountants.allocation import AllocationBound
 from dpcalc.pb.buckets import check_consistent, delta_bounds, epsilon_bounds
@@ -170,11 +170,25 @@ def lower_epsilon(phase: Phase, delta: float, tolerance: float) -> float:
     if phase.sampling == SEQUENTIAL:
         return gdp_epsilon_lower(delta, upper_mu(phase)[0])
     best = 0.0
-    for shifts in _shift_pairs(phase):
+    for instance in lower_instances(phase):
         # a coarse first grid (buckets.epsilon_hint): the lower bound moves in the 4th digit
-        bounds = epsilon_bounds(_lower_phases(phase, shifts), delta, tolerance, coarse_start=True)
+        bounds = epsilon_bounds(instance, delta, tolerance, coarse_start=True)
         best = max(best, bounds.lower)
     return best
+
+
+def lower_instances(phase: Phase) -> list[list]:
+    """Every explicit instance (a (pair, count) list to compose) whose certified lower bound
+    bounds the run from below; the caller takes the largest."""
+    instances = []
+    for shifts in _shift_pairs(phase):
+        instances.append(_lower_phases(phase, shifts))
+        if phase.sampling == SHUFFLE_ONCE and phase.steps > steps_per_epoch(phase):
+            # the per-epoch max-of-outputs law does not depend on where the record sits, so
+            # its product over epochs (once-per-epoch's instance, epoch_orders.py (D)) is an
+            # instance of one reused permutation too; at times above its sum instance
+            instances.append(_lower_phases(replace(phase, sampling=ONCE_PER_EPOCH), shifts))
+    return instances
 
 
 def poisson_reference(phase: Phase, delta: float, tolerance: float) -> float:
@@ -329,8 +343,7 @@ def epoch_delta_bounds(phase: Phase, epsilon: float) -> EpochDeltaBounds:
     if phase.sampling == SEQUENTIAL:
         lower = gdp_delta_lower(epsilon, upper_mu(phase)[0])
     else:
-        lower = max(delta_bounds(_lower_phases(phase, shifts), epsilon).lower
-                    for shifts in _shift_pairs(phase))
+        lower = max(delta_bounds(instance, epsilon).lower for instance in lower_instances(phase))
     check_consistent(upper, lower, f"δ ({phase.sampling})")
     poisson = Phase(phase.sampling_rate, phase.noise_multiplier, phase.steps, POISSON,
                     phase.adjacency)

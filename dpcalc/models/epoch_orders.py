@@ -83,6 +83,7 @@ from dpcalc.models.samplers import (BALLS_IN_BINS, REPLACE_ONE, SEQUENTIAL, SHUF
 # A binomial law of K with more atoms than this falls back to K = E (safe, no gain).
 _MAX_BINOMIAL_ATOMS = 20_000
 _UNIT = 2.0**-53
+_LOG_PMF_ULPS = 16.0  # allowance on the binomial log-weights, in ulps of Σ|term|
 # Esseen 1956: no Berry–Esseen constant is below (√10 + 3)/(6√(2π)).
 ESSEEN_CONSTANT = (math.sqrt(10.0) + 3.0) / (6.0 * math.sqrt(2.0 * math.pi))
 
@@ -130,8 +131,9 @@ def presence(phase) -> tuple[float, float]:
 
 
 def epoch_count_law(phase) -> tuple[tuple[int, float], ...]:
-    """The law of K (module doc, (B)): ((k, P(K = k)), …) in increasing k, for the worst
-    record. A point mass at E where the law is unknown, not a uniform order, or too wide."""
+    """The law of K (module doc, (B)): ((k, w_k), …) in increasing k, for the worst record,
+    each w_k ≥ P(K = k) (raised by its float error; the sum may pass 1 by ~1e-12). A point
+    mass at E where the law is unknown, not a uniform order, or too wide."""
     epochs, _ = epochs_touched(phase)
     if phase.sampling not in (SHUFFLE, SHUFFLE_ONCE):
         return ((epochs, 1.0),)
@@ -143,13 +145,19 @@ def epoch_count_law(phase) -> tuple[tuple[int, float], ...]:
     if trials + 2 > _MAX_BINOMIAL_ATOMS:
         return ((epochs, 1.0),)
     ks = np.arange(trials + 1)
-    log_pmf = (math.lgamma(trials + 1) - np.array([math.lgamma(k + 1) for k in ks])
-               - np.array([math.lgamma(trials - k + 1) for k in ks])
-               + ks * math.log(full) + (trials - ks) * math.log1p(-full))
-    pmf = np.exp(log_pmf)
+    log_factorials = np.array([math.lgamma(k + 1) for k in range(trials + 1)])
+    terms = (math.lgamma(trials + 1), log_factorials, log_factorials[::-1],
+             ks * math.log(full), (trials - ks) * math.log1p(-full))
+    log_pmf = terms[0] - terms[1] - terms[2] + terms[3] + terms[4]
+    # The weights feed upper bounds only (S_k ≥ P(K ≥ k) in mixture_delta_upper): each is
+    # raised by its float error. lgamma, log and log1p err by a few ulp of their values, the
+    # four additions by an ulp of the largest partial sum: |error| ≤ 16u·Σ|term|, with room.
+    magnitude = sum(np.abs(term) for term in terms)
+    pmf = np.exp(log_pmf + _LOG_PMF_ULPS * _UNIT * magnitude)
     law = np.zeros(trials + 2)
     law[:-1] += pmf * (1.0 - last)
     law[1:] += pmf * last
+    law *= 1.0 + 8.0 * _UNIT  # exp's, the products' and 1 − last's rounding
     return tuple((int(k), float(weight)) for k, weight in enumerate(law) if weight > 0.0)
 
 

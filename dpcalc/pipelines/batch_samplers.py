@@ -305,13 +305,11 @@ class ShuffleSampler(_EpochSampler):
         return shuffled_epoch(self.dataset_size, self.batch_size, rng, self.drop_last)
 
     def phase(self, noise_multiplier, adjacency=ADD_REMOVE):
-        if self.drop_last and self.dataset_size % self.batch_size:
-            raise DpcalcError(
-                f"drop_last=True with batch_size {self.batch_size} not dividing dataset_size "
-                f"{self.dataset_size} leaves {self.dataset_size % self.batch_size} records out of "
-                f"each epoch: dpcalc has no model for that run; use drop_last=False")
+        # drop_last: ⌊N/B⌋ batches an epoch, the N mod B records left out (the --drop-last
+        # model); where B divides N nothing is dropped: the plain shuffle model
+        dropping = self.drop_last and self.dataset_size % self.batch_size != 0
         return Phase.from_batches(self.batch_size, self.dataset_size, noise_multiplier,
-                                  self.steps, SHUFFLE, adjacency)
+                                  self.steps, SHUFFLE, adjacency, drop_last=dropping)
 
     def _fields(self):
         return {**super()._fields(), "batch_size": self.batch_size,

@@ -40,9 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcalc.pb.composed import (ComposedRun, DirectionProfiles, composed_phases, phases_grid_step)
-from dpcalc.accountants.epoch_samplers import (_LOWER_METHOD, _allocation, _lower_phases,
-                                               _shift_pairs, epoch_not_applicable, sensitivity,
-                                               upper_mu)
+from dpcalc.accountants.epoch_samplers import (_LOWER_METHOD, _allocation, epoch_not_applicable,
+                                               lower_instances, sensitivity, upper_mu)
 from dpcalc.models.epoch_orders import epoch_count_law, mixture_delta_upper
 from dpcalc.models.gaussian import gdp_delta_upper
 from dpcalc.errors import DpcalcError
@@ -163,14 +162,13 @@ def epoch_upper_note(phase, upper: PointsProfile) -> str:
 
 
 def _lower_directions(phase, failure: float, smallest: float, upper: PointsProfile):
-    """Lower profiles of every explicit instance (module doc), keyed '<direction> (m, m′)'."""
+    """Lower profiles of every explicit instance (module doc), keyed '<direction> (instance i)'."""
     directions, reverse, runs = {}, {}, []
-    for shifts in _shift_pairs(phase):
-        phases = _lower_phases(phase, shifts)
+    for index, phases in enumerate(lower_instances(phase)):
         step, _ = phases_grid_step(phases, smallest)
         run = composed_phases(phases, failure, step, smallest, upper=False)  # upper: PointsProfile
         runs.append(run)
-        tag = f" ({shifts[0]:g}, {shifts[1]:g})"
+        tag = f" (instance {index + 1})"
         for direction, profiles in run.directions.items():
             directions[direction + tag] = DirectionProfiles(direction + tag, upper,
                                                             profiles.lower, profiles.lower_for)
