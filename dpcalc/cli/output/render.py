@@ -15,6 +15,11 @@ from dpcalc.cli.output.numbers import (  # noqa: F401 (re-exported)
 # The kind of a result row whose accountant failed inside (a bug): never an answer.
 ERROR = "error"
 
+# The "schema" key of every JSON document: the version of its keys (docs/json-schema.md;
+# dpcalc/cli/output/schema.json, written by scripts/gen_json_schema.py). A new number when a
+# key is removed, renamed or changes meaning.
+JSON_SCHEMA_ID = "dpcalc/1"
+
 
 class OutputFormat(str, Enum):
     table = "table"
@@ -77,7 +82,12 @@ def _jsonable(value: Any) -> Any:
 
 
 def json_text(payload: dict) -> str:
-    """Any payload under the JSON rules of the output contract (inf as "inf")."""
+    """Any payload under the JSON rules of the output contract (inf as "inf"); a command's
+    document (a payload with "command") starts with "schema" and "dpcalc_version"."""
+    if "command" in payload:
+        from dpcalc import __version__
+
+        payload = {"schema": JSON_SCHEMA_ID, "dpcalc_version": __version__, **payload}
     return json.dumps(_jsonable(payload), indent=2, allow_nan=False)
 
 
