@@ -117,12 +117,22 @@ def _cell(column: Column, result: dict) -> str:
 
 
 # --- table --------------------------------------------------------------------------------
+# The inputs line names B, N and T as what they are for a federated or user-level run: a
+# server drawing 50 of 1000 clients for 200 rounds reads "clients per round = 50 · clients =
+# 1000 · rounds = 200", not "B = 50 · N = 1000 · steps = 200".
+UNIT_INPUT_LABELS = {
+    "client": {"batch_size": "clients per round", "dataset_size": "clients", "steps": "rounds"},
+    "user": {"batch_size": "users per step", "dataset_size": "users"},
+}
+
+
 def _inputs_line(report: Report) -> str:
     parts = []
+    unit_labels = UNIT_INPUT_LABELS.get(report.inputs.get("unit"), {})
     for key, value in report.inputs.items():
         if value is None or isinstance(value, (list, dict)):
             continue
-        label = report.input_labels.get(key, key)
+        label = unit_labels.get(key) or report.input_labels.get(key, key)
         if label is None:  # shown elsewhere (e.g. the model, in the footer)
             continue
         if isinstance(value, float):
