@@ -147,6 +147,9 @@ DEFS = {
         "passed": ("boolean", "ε ≤ max_epsilon (exit 0); false: exit 1."),
     }, "Present when --max-epsilon was given."),
     "alternative": (ALTERNATIVE, "A certified model for the same run, priced."),
+    "units": ({"example": ("string", "--unit example in words."),
+               "client": ("string", "--unit client in words."),
+               "user": ("string", "--unit user in words.")}, "The --unit names in words."),
     "risk_record": (RISK_RECORD, "One attack measure."),
 }
 
@@ -313,11 +316,42 @@ DOCUMENTS: dict[str, dict] = {
                           "empty)."),
     },
     "simulate": {
-        "inputs": ("object", "The run: data, n_train, n_test, n_features, n_classes, model, "
-                   "hidden, activation, sampling, adjacency, accounted_sampling, privacy_model, "
-                   "epsilon_applies, batch_size, q, epochs, steps, sigma, sigma_source, "
-                   "target_epsilon, calibration, clip_norm, learning_rate, momentum, delta, k, "
-                   "test_fraction, seed, accountants."),
+        "inputs": {
+            "data": ("string", "The data: synthetic, or the --data file."),
+            "label": ("string|null", "The --label column, when a file was given."),
+            "n_train": ("integer", "Training examples."),
+            "n_test": ("integer", "Test examples."),
+            "n_features": ("integer", "Features."),
+            "n_classes": ("integer", "Classes."),
+            "model": ("string", "The network: logistic regression or mlp (here not the privacy "
+                      "model: see privacy_model)."),
+            "hidden": ("integer", "Hidden units (0: logistic regression)."),
+            "activation": ("string|null", "The mlp's activation."),
+            "sampling": ("string", "The sampler the training used."),
+            "adjacency": ("string", "The adjacency."),
+            "accounted_sampling": ("string|null", "The sampler accounted (null: no certificate "
+                                   "for the run's model)."),
+            "privacy_model": ("string", "The privacy model in words."),
+            "epsilon_applies": ("boolean", "False where no certified ε exists for the model "
+                                "(shuffle under add/remove)."),
+            "batch_size": ("integer", "Batch size B."),
+            "q": ("number", "q = B/N_train."),
+            "epochs": ("number", "Epochs."),
+            "steps": ("integer", "Steps."),
+            "sigma": ("number", "Noise multiplier σ."),
+            "sigma_source": ("string", "given, default or calibrated."),
+            "target_epsilon": ("number|null", "--target-epsilon, when σ was calibrated."),
+            "calibration": ("object|null", "--target-epsilon: the calibration (target_epsilon, "
+                            "epsilon, evaluations, …)."),
+            "clip_norm": ("number", "Clipping norm C."),
+            "learning_rate": ("number", "Learning rate."),
+            "momentum": ("number", "Momentum."),
+            "delta": ("number", "Target δ."),
+            "k": ("integer|null", "--k: records protected together."),
+            "test_fraction": ("number", "Fraction held out for testing."),
+            "seed": ("integer", "Random seed."),
+            "accountants": ("strings", "The accountants run each epoch."),
+        },
         "epochs": ("[#epoch_record]", "One record per epoch."),
         "final": ("#final_record", "The last epoch and what its ε is."),
         "baseline": ("#baseline_record|null", "--baseline: the non-private run."),
@@ -340,7 +374,7 @@ DOCUMENTS: dict[str, dict] = {
             "why": ("string", "Why this model is right for it."),
             "needs": ("string|null", "Flags it needs, if any."),
         }),
-        "units": ("object", "unit name → what it protects (example, client, user)."),
+        "units": ("#units", "What each --unit protects."),
     },
 }
 
@@ -433,8 +467,7 @@ def _object(keys: dict, description: str | None = None) -> dict:
 
 HEAD = {
     "schema": ("string", f"The schema of this document: \"{JSON_SCHEMA_ID}\". A new identifier "
-               "means a key was removed, renamed or changed meaning; keys may be added within "
-               "one identifier (never in the tables' required records)."),
+               "means a key was removed, renamed or changed meaning."),
     "dpcalc_version": ("string", "The dpcalc version that wrote the document."),
     "command": ("string", "The command."),
 }
@@ -501,9 +534,9 @@ def _word(word: str) -> str:
     parts = []
     for part in word.split("|"):
         if part.startswith("[#"):
-            parts.append(f"array of [{part[2:-1]}](#{part[2:-1].replace('_', '-')})")
+            parts.append(f"array of [{part[2:-1]}](#{part[2:-1]})")  # GitHub keeps "_"
         elif part.startswith("#"):
-            parts.append(f"[{part[1:]}](#{part[1:].replace('_', '-')})")
+            parts.append(f"[{part[1:]}](#{part[1:]})")
         elif part == "bound":
             parts.append("number or \"inf\"")
         elif part in ("strings", "numbers", "integers", "objects"):
@@ -532,7 +565,7 @@ def markdown(defs: dict) -> str:
         f"with `\"schema\": \"{JSON_SCHEMA_ID}\"` and `\"dpcalc_version\"`, then `\"command\"`.",
         "The machine-readable JSON Schema (draft 2020-12) ships with the package as",
         "`dpcalc/cli/output/schema.json`; validate a document with any JSON Schema validator,",
-        "e.g. `python -m jsonschema` or:",
+        "e.g. the `jsonschema` package:",
         "",
         "```python",
         "import json, importlib.resources, jsonschema",
@@ -553,7 +586,8 @@ def markdown(defs: dict) -> str:
         "  `certified` is false), `error` (the accountant failed inside: a bug), and",
         "  `bound for the claim` (risk/report of an (ε, δ) claim).",
         f"- `schema` changes (e.g. to `dpcalc/2`) when a key is removed, renamed or changes",
-        "  meaning; keys may be added to open objects within one schema.",
+        "  meaning; a new key may be added within one schema (the schema file is updated",
+        "  with it), and `details` may gain keys at any time.",
         "",
         "## Contents",
         "",
