@@ -195,7 +195,8 @@ def rate_conflict(sampling_rate, batch_size, dataset_size,
                   flags: tuple[str, str, str] = ("--q", "--batch-size", "--dataset-size")) -> str:
     """The error line for a sampling rate given twice: names the flags and values given."""
     q_flag, batch_flag, dataset_flag = flags
-    given = [f"{flag} {value if isinstance(value, str) else _show(value)}"
+    given = [f"{flag}{'=' if ' ' in flag else ' '}"  # "--phase q=0.01", "--q 0.01"
+             f"{value if isinstance(value, str) else _show(value)}"
              for flag, value in zip(flags, (sampling_rate, batch_size, dataset_size))
              if value is not None]
     shown = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"

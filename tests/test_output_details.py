@@ -106,3 +106,11 @@ def test_rate_given_twice_names_what_was_given(command, extra):
     both = run_dpcalc(command, "--q", "0.01", "--batch-size", "256", "--dataset-size", "600",
                       *extra)
     assert "--q 0.01, --batch-size 256 and --dataset-size 600" in both.stderr
+
+
+def test_rate_given_twice_in_a_phase_names_it():
+    refused = run_dpcalc("epsilon", "--phase",
+                         "q=0.01,batch-size=256,dataset-size=60000,sigma=1,steps=10")
+    assert refused.returncode == 2
+    assert ("(--phase q=0.01, --phase batch-size=256 and --phase dataset-size=60000)"
+            in refused.stderr)
