@@ -10,7 +10,7 @@ _dpcalc() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "compare completions delta epsilon group pipelines report risk sigma simulate --version --debug --help -h" -- "$cur"))
+        COMPREPLY=($(compgen -W "compare completions delta epsilon group pipelines report risk sigma simulate --version -V --debug --help -h" -- "$cur"))
         return
     fi
     cmd="${COMP_WORDS[1]}"

@@ -195,6 +195,19 @@ def check_count(value, flag: str, minimum: int = 1, maximum: int = 10**12) -> in
     return int(number)
 
 
+def rate_conflict(sampling_rate, batch_size, dataset_size,
+                  flags: tuple[str, str, str] = ("--q", "--batch-size", "--dataset-size")) -> str:
+    """The error line for a sampling rate given twice: names the flags and values given."""
+    q_flag, batch_flag, dataset_flag = flags
+    given = [f"{flag}{'=' if ' ' in flag else ' '}"  # "--phase q=0.01", "--q 0.01"
+             f"{value if isinstance(value, str) else _show(value)}"
+             for flag, value in zip(flags, (sampling_rate, batch_size, dataset_size))
+             if value is not None]
+    shown = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+    return (f"the sampling rate is given twice ({shown}): give either {q_flag} "
+            f"or {batch_flag} with {dataset_flag} (q = B/N), not both")
+
+
 def resolve_sampling_rate(
     sampling_rate: float | None,
     batch_size: int | None,
@@ -205,7 +218,7 @@ def resolve_sampling_rate(
     q_flag, batch_flag, dataset_flag = flags
     has_batch = batch_size is not None or dataset_size is not None
     if sampling_rate is not None and has_batch:
-        raise DpcalcError(f"give either {q_flag} or {batch_flag} with {dataset_flag}, not both")
+        raise DpcalcError(rate_conflict(sampling_rate, batch_size, dataset_size, flags))
     if sampling_rate is not None:
         return check_sampling_rate(sampling_rate, q_flag)
     if batch_size is None or dataset_size is None:

@@ -135,8 +135,9 @@ def test_bad_input_is_one_line_exit_two(args, flag):
     assert flag in completed.stderr
 
 
-def test_version_is_single_sourced():
-    completed = run_dpcalc("--version")
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_single_sourced(flag):
+    completed = run_dpcalc(flag)
     assert completed.returncode == 0 and completed.stdout.strip() == f"dpcalc {__version__}"
 
 

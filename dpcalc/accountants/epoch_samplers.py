@@ -42,6 +42,7 @@ import math
 from dataclasses import dataclass, replace
 
 from dpcalc.accountants.allocation import AllocationBound
+from dpcalc.accountants.result import upper_text
 from dpcalc.pb.buckets import check_consistent, delta_bounds, epsilon_bounds
 from dpcalc.models.epoch_orders import (berry_esseen_note, epoch_count_law, epochs_touched,
                                         gdp_delta_lower, gdp_epsilon_lower, mixture_delta_upper,
@@ -219,7 +220,7 @@ class EpochBounds:
     extra: tuple[str, ...] = ()
 
     def notes(self, sampling: str) -> tuple[str, ...]:
-        poisson = (f"Poisson figure {self.poisson_epsilon:.5g} (q = B/N, same steps) does NOT "
+        poisson = (f"Poisson figure {upper_text(self.poisson_epsilon)} (q = B/N, same steps) does NOT "
                    f"apply to {sampling} batches: shown for comparison only")
         notes = [self.upper_method, self.lower_method, poisson, *self.extra]
         if self.wide:

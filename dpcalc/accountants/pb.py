@@ -16,7 +16,7 @@ from dpcalc.accountants.base import check_schedule
 from dpcalc.accountants.epoch_samplers import (epoch_bounds, epoch_delta_bounds, epoch_delta_upper,
                                                epoch_not_applicable, is_epoch_schedule,
                                                nearest_note, nearest_schedule)
-from dpcalc.accountants.result import EpsilonResult, interval_text
+from dpcalc.accountants.result import EpsilonResult, interval_text, upper_text
 from dpcalc.models.samplers import EPOCH_MODELS, NEAREST_WHY
 from dpcalc.models.schedule import Schedule
 from dpcalc.models.lower_instances import INSTANCE_NOTES, displaced_run, lower_instance
@@ -189,7 +189,7 @@ class PrivacyBucketsAccountant(Accountant):
             if rdp < upper:
                 upper, source = rdp, "rdp"
                 notes.append(f"upper bound from rdp (Rényi DP, certified), tighter than pb's "
-                             f"numeric {bounds.upper:.6g} here; the lower bound is pb's")
+                             f"numeric {upper_text(bounds.upper)} here; the lower bound is pb's")
         if (upper - bounds.lower > max(self.tolerance * upper, _ABSOLUTE_GAP)
                 and not set(INSTANCE_NOTES) & set(notes)):  # those say where the gap comes from
             notes.append(_gap_note(upper, bounds.lower, self.tolerance, bounds.converged,

@@ -100,6 +100,30 @@ def _outward(value: float, digits: int, up: bool) -> str:
     return f"{rounded.normalize():f}" if abs(exact.adjusted()) < 6 else f"{rounded:.{digits - 1}e}"
 
 
+def _shown(value: float | None, digits: int, up: bool) -> str:
+    """As the tables show a bound (cli/output/numbers.py): ``digits`` significant digits
+    rounded outward exactly, in %g form (9.0426e-05, 2.3819, inf)."""
+    import math
+
+    if value is None:
+        return "—"
+    if math.isinf(value) or value == 0:
+        return f"{value:g}"
+    # the decimal string has ``digits`` digits, so %g of its nearest double prints it back
+    return f"{float(_outward(value, digits, up)):.{digits}g}"
+
+
+def upper_text(value: float | None, digits: int = 5) -> str:
+    """An upper bound quoted in a note: rounded up, as the tables show it (2.3819, never
+    2.3818 for 2.381807)."""
+    return _shown(value, digits, up=True)
+
+
+def lower_text(value: float | None, digits: int = 5) -> str:
+    """A lower bound quoted in a note: rounded down, as the tables show it."""
+    return _shown(value, digits, up=False)
+
+
 def interval_text(lower: float | None, upper: float | None, digits: int = 5) -> str:
     """'[lower, upper]' with the lower bound rounded down and the upper bound up."""
     return f"[{_outward(lower, digits, up=False)}, {_outward(upper, digits, up=True)}]"

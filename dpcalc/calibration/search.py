@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from dpcalc.accountants.result import upper_text
 from dpcalc.errors import DpcalcError, InvalidResult
 from dpcalc.params import (check_callable, check_nonnegative_or_inf, check_positive, check_range,
                            shown)
@@ -121,7 +122,7 @@ def _unreachable(objective: "_Objective", max_sigma: float, epsilon: float) -> D
     flag = objective.flag
     return DpcalcError(
         f"{flag} {objective.target:g} cannot be reached: even noise multiplier σ = {max_sigma:g} "
-        f"(the largest searched) gives ε = {epsilon:.4g}; raise {flag} or --delta, "
+        f"(the largest searched) gives ε = {upper_text(epsilon)}; raise {flag} or --delta, "
         "or use fewer steps or a lower sampling rate"
     )
 

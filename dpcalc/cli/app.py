@@ -33,7 +33,7 @@ def _show_version(value: bool) -> None:
 
 
 def _root(
-    version: Optional[bool] = typer.Option(None, "--version", callback=_show_version,
+    version: Optional[bool] = typer.Option(None, "--version", "-V", callback=_show_version,
                                            is_eager=True, help="Show the version and exit."),
     debug: bool = typer.Option(False, "--debug", help="On an internal error (exit 70), print "
                                "the traceback (also: DPCALC_DEBUG=1; works after the command "

@@ -4,6 +4,7 @@ the name column (where Rich would cut them to "--epsilon,--target-eps…")."""
 from __future__ import annotations
 
 import inspect
+from contextlib import contextmanager
 
 from typer.core import TyperCommand
 
@@ -55,6 +56,40 @@ def _debug_option():
 _DEBUG_OPTION = None
 
 
+@contextmanager
+def _folding_tables():
+    """Typer's help tables fold a word longer than its column onto the next line instead of
+    cutting it with "…" (at 80 columns `compare --help` lost the ends of
+    'q=0.01,sigma=4,steps=5000' and of its sampler list). Typer builds them with the Table its
+    rich_utils module imported: that name is swapped for the help's duration only (left alone
+    where a Typer keeps its tables elsewhere)."""
+    import typer.rich_utils as rich_utils
+    from rich.text import Text
+
+    original = getattr(rich_utils, "Table", None)
+    if original is None:
+        yield
+        return
+
+    class FoldingTable(original):
+        def add_row(self, *renderables, **kwargs):
+            while len(self.columns) < len(renderables):
+                self.add_column()
+            for column in self.columns:
+                column.overflow = "fold"
+            for renderable in renderables:  # an option's help: Columns of Text
+                for item in [renderable, *getattr(renderable, "renderables", ())]:
+                    if isinstance(item, Text):
+                        item.overflow = "fold"
+            return super().add_row(*renderables, **kwargs)
+
+    rich_utils.Table = FoldingTable
+    try:
+        yield
+    finally:
+        rich_utils.Table = original
+
+
 class AliasHelpCommand(TyperCommand):
     """A Typer command whose help lists each option under its first long name; the
     aliases (e.g. --noise-multiplier for --sigma) are named in its help text. Every command
@@ -72,7 +107,8 @@ class AliasHelpCommand(TyperCommand):
                 if getattr(param, "param_type_name", "") != "option":
                     continue
                 param.opts, param.help = _aliases_shown_in_help(param)
-            return super().format_help(ctx, formatter)
+            with _folding_tables():
+                return super().format_help(ctx, formatter)
         finally:
             for param, opts, help_text in saved:
                 param.opts = opts

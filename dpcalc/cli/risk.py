@@ -253,8 +253,31 @@ def risk_command(
                     input_labels={**INPUT_LABELS, "prior": None, "baseline": None,
                                   "grid_step": None})
     if plot is not None:
-        draw_tradeoff(plot, bounds, log_axes, f"Trade-off curve ({inputs['model']})")
+        draw_tradeoff(plot, bounds, log_axes, plot_title(run))
     emit(report, output_format)
+
+
+PLOT_DELTA = 1e-5
+
+
+def plot_title(run) -> str:
+    """The trade-off figure's title: the run (σ, q, T), its certified ε at δ = 1e-5 (pb,
+    rounded up) and its model, so a figure read apart from its command still says what it
+    shows."""
+    import textwrap
+
+    from dpcalc.accountants.registry import get_accountant
+    from dpcalc.cli.output.numbers import show_upper
+
+    inputs = run.inputs
+    if "phases" in inputs:
+        what = f"{len(inputs['phases'])} phases, T = {inputs['steps']}"
+    else:
+        what = f"σ = {inputs['sigma']:g}, q = {inputs['q']:.4g}, T = {inputs['steps']}"
+    epsilon = get_accountant("pb").epsilon(run.schedule, PLOT_DELTA).epsilon
+    bound = "" if epsilon is None else f"; ε ≤ {show_upper(epsilon)} at δ = {PLOT_DELTA:g}"
+    return "\n".join([f"Trade-off curve: {what}{bound}",
+                      *textwrap.wrap(inputs["model"], 70)])
 
 
 def claim_records(figures) -> list[dict]:

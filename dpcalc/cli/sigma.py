@@ -191,7 +191,8 @@ def _gaussian_records(sigmas: GaussianSigmas) -> list[dict]:
                                                sigmas.sensitivity)),
         "safe": True,
         "certified": True,
-        "kind": "Balle & Wang 2018",
+        "kind": kind_of(True),
+        "source": "Balle & Wang 2018",
         "notes": ["smallest σ with δ(ε) ≤ target (analytic Gaussian mechanism, Balle & Wang "
                   "2018 Thm 8)"],
     }
@@ -213,7 +214,8 @@ def _gaussian_records(sigmas: GaussianSigmas) -> list[dict]:
         "delta_achieved": sigmas.classic_delta,
         "safe": sigmas.classic_is_valid,
         "certified": sigmas.classic_is_valid,
-        "kind": "Dwork & Roth Thm A.1",
+        "kind": kind_of(sigmas.classic_is_valid),
+        "source": "Dwork & Roth Thm A.1",
         "notes": [classic_note],
     }
     return [analytic, classic]
@@ -226,7 +228,7 @@ def _gaussian_report(records: list[dict], inputs: dict) -> Report:
         Column("true δ at ε", "delta_achieved", lambda value: f"{value:.3g}"),
         Column("status", "safe", lambda value: "ok" if value else f"{_UNSAFE} (ε ≥ 1)",
                justify="left"),
-        Column("kind", "kind", justify="left"),
+        Column("source", "source", justify="left"),
     ]
     footnotes = ["σ is the noise standard deviation for L2 sensitivity Δ, rounded up."]
     footnotes += [f"{record['accountant']}: {note}" for record in records for note in record["notes"]]

@@ -17,7 +17,7 @@ complete -c dpcalc -n '__fish_use_subcommand' -a report -d 'A reviewer-ready pri
 complete -c dpcalc -n '__fish_use_subcommand' -a risk -d 'What the runs privacy means for an attacker: certified bounds on membership inference (TPR at FPR, advantage), the Bayes posterior, reconstruction and the Gaussian-DP μ, each with a certified lower bound beside it.'
 complete -c dpcalc -n '__fish_use_subcommand' -a sigma -d 'Smallest noise multiplier σ whose ε at δ meets a target ε (safe side), or whose certified attack risk meets a target (--max-tpr with --at-fpr, --max-advantage).'
 complete -c dpcalc -n '__fish_use_subcommand' -a simulate -d 'Train a model with DP-SGD (NumPy) and watch ε grow while it learns.'
-complete -c dpcalc -n '__fish_use_subcommand' -l version -d 'Show the version and exit.'
+complete -c dpcalc -n '__fish_use_subcommand' -l version -s V -d 'Show the version and exit.'
 complete -c dpcalc -n '__fish_use_subcommand' -l debug -d 'On an internal error (exit 70), print the traceback (also: DPCALC_DEBUG=1; works after the command name too).'
 complete -c dpcalc -n '__fish_use_subcommand' -l help -s h -d 'Show help and exit.'
 complete -c dpcalc -n '__fish_seen_subcommand_from compare' -l q -l sample-rate -l sampling-probability -x -d 'Poisson sampling rate q in (0, 1]. Or give --batch-size and --dataset-size. A list or range sweeps it (see above).'

@@ -38,7 +38,7 @@ import numpy as np
 from dpcalc.pb.buckets import DEFAULT_TOLERANCE, PldBounds, check_consistent, epsilon_bounds
 from dpcalc.models.mixture import GaussianMixturePair
 from dpcalc.pb.profiles import upper_profiles
-from dpcalc.accountants.result import EpsilonResult
+from dpcalc.accountants.result import EpsilonResult, upper_text
 from dpcalc.models.samplers import (ADD_REMOVE, POISSON, REPLACE_ONE, SIMPLE_SAMPLINGS, model_label,
                                     parse_adjacency, parse_sampling)
 from dpcalc.models.schedule import Phase
@@ -235,7 +235,7 @@ def _pb_result(name: str, bounds: PldBounds, lower: float, tolerance: float, not
         if rdp < upper:
             upper, source = rdp, "rdp"
             notes.append(f"upper bound from rdp (Rényi DP, certified), tighter than pb's "
-                         f"numeric {bounds.upper:.6g} here; the lower bound is pb's")
+                         f"numeric {upper_text(bounds.upper)} here; the lower bound is pb's")
     if not bounds.converged:
         notes.append(f"gap {upper - lower:.3g} exceeds tolerance {tolerance:g}·ε within "
                      "the work limit; both bounds remain certified")

@@ -68,7 +68,7 @@ X_SCALE = typer.Option(None, "--x-scale", case_sensitive=False,
 FORMAT = typer.Option(CompareFormat.table, "--format", "-f", case_sensitive=False,
                       help="Output: table, json, csv or plain (bare numbers).")
 
-SAMPLINGS = typer.Option(None, "--sampling", metavar="NAME[,NAME…]",
+SAMPLINGS = typer.Option(None, "--sampling", metavar="NAME[,NAME]",
                          help="Sampler(s) (default poisson, or the --pipeline's): poisson, fixed, "
                               "shuffle, shuffle-once, sequential, once-per-epoch or "
                               "balls-in-bins, or a list 'poisson,shuffle,balls-in-bins' to see "
@@ -164,7 +164,9 @@ def _single_report(records: list[dict], results: list[EpsilonResult], inputs: di
         Column("kind", "kind", _kind_word, justify="left"),
         Column("notes", "method", justify="left"),
     ]
-    lines = ["Sorted by ε. ratio: ε / the tightest certified ε (of the same sampler). Certified "
+    order = ("Rows grouped by sampler, sorted by ε within each" if several_samplers
+             else "Sorted by ε")
+    lines = [f"{order}. ratio: ε / the tightest certified ε (of the same sampler). Certified "
              "values are upper "
              "bounds (rounded up), pb's lower bound is certified too (rounded down); approx. "
              "(approximation) values are not bounds."]

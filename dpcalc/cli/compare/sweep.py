@@ -9,7 +9,7 @@ from dpcalc.cli.schedule_options import loader_batches
 from dpcalc.models.samplers import parse_sampling
 from dpcalc.errors import DpcalcError
 from dpcalc.params import (check_count, check_noise_multiplier, check_positive, check_sampling_rate,
-                           epoch_steps, resolve_sampling_rate)
+                           epoch_steps, rate_conflict, resolve_sampling_rate)
 
 MAX_SWEEP_POINTS = 1000
 _SWEEP_SYNTAX = (
@@ -111,7 +111,7 @@ def build_sweep(q, batch_size, dataset_size, sigma, steps, epochs,
         # truncated Poisson takes N beside --q (the cut depends on it)
         if batch_size is not None or (dataset_size is not None
                                       and "truncated-poisson" not in samplings):
-            raise DpcalcError("give either --q or --batch-size with --dataset-size, not both")
+            raise DpcalcError(rate_conflict(q, batch_size, dataset_size))
         rates = parse_sweep(q, "--q", lambda value, flag: check_sampling_rate(value, flag))
     else:
         rates = [resolve_sampling_rate(None, batch_size, dataset_size)]

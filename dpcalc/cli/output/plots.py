@@ -95,6 +95,42 @@ def _import_figure():
     return Figure
 
 
+# Drawing order (matplotlib zorder): shaded bands below every line, approximations and
+# reference lines above them, certified curves on top, so no certified curve is hidden.
+_BAND, _REFERENCE, _CERTIFIED, _MARKS = 1.0, 2.0, 3.0, 4.0
+
+
+def _log_ticks(axes, which: str) -> None:
+    """At least 4 labelled ticks on a base-10 log axis, whatever its span (matplotlib's
+    default labels one tick on an axis spanning less than a decade, two on 0.2…1). Ticks at
+    1, s₂, … per decade leave at most a gap g (in decades) between neighbours, so an axis of
+    d ≥ 4g decades holds 4 of them: decades alone (g = 1) from 4 decades, 1 and 3 (g = 0.52)
+    from 2.1, 1, 2 and 5 (g = 0.40) from 1.6, every digit (g = 0.30) from 1.21; below that,
+    evenly spaced round numbers (MaxNLocator)."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+
+    low, high = axes.get_xlim() if which == "x" else axes.get_ylim()
+    low, high = min(low, high), max(low, high)
+    if low <= 0 or not math.isfinite(high / low):
+        return
+    decades = math.log10(high / low)
+    axis = axes.xaxis if which == "x" else axes.yaxis
+    if decades >= 1.21:
+        subs = ((1.0,) if decades >= 4 else (1.0, 3.0) if decades >= 2.1
+                else (1.0, 2.0, 5.0) if decades >= 1.6 else tuple(map(float, range(1, 10))))
+        axis.set_major_locator(LogLocator(base=10.0, subs=subs, numticks=40))
+    else:
+        axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+    if which == "x":
+        axes.set_xlim(low, high)
+    else:
+        axes.set_ylim(low, high)
+
+
 def epsilon_sweep_figure(path: str, x_label: str, x_values: Sequence[float], curves: list[Curve],
                          title: str, y_label: str = "ε", x_scale: str = "linear") -> Path:
     """ε over a sweep (steps, epochs, σ or q) per accountant, with the certified band
@@ -111,27 +147,27 @@ def epsilon_sweep_figure(path: str, x_label: str, x_values: Sequence[float], cur
         ys = _as_plot_values([curve.values[index] for index in order])
         style = "-" if curve.certified else "--"
         label = curve.label if curve.certified else f"{curve.label} (approximation)"
-        (line,) = axes.plot(xs, ys, style, marker="o", markersize=3, linewidth=1.5, label=label)
+        (line,) = axes.plot(xs, ys, style, marker="o", markersize=3, linewidth=1.5, label=label,
+                            zorder=_CERTIFIED if curve.certified else _REFERENCE)
         if curve.lower is not None:
             lows = _as_plot_values([curve.lower[index] for index in order])
             axes.fill_between(xs, lows, ys, color=line.get_color(), alpha=0.25, linewidth=0,
-                              label=f"{curve.label}: certified band (lower to upper bound)")
+                              label=f"{curve.label}: certified band (lower to upper bound)",
+                              zorder=_BAND)
     if x_scale == "log" and _finite(xs):
         axes.set_xscale("log")
+        _log_ticks(axes, "x")
     every_value = [value for curve in curves for value in _finite(curve.values)]
     log_y = _spans(every_value)
     if log_y:
         axes.set_yscale("log")
+        _log_ticks(axes, "y")
     axes.set_xlabel(x_label)
     axes.set_ylabel(f"{y_label} (log scale)" if log_y else y_label)
     axes.set_title(title)
     axes.grid(True, which="major", alpha=0.3)
     axes.legend(fontsize="small", loc="best")
-    try:
-        figure.savefig(target, dpi=150)
-    except OSError as error:
-        raise DpcalcError(f"--plot could not write {path!r}: {error.strerror or error}") from None
-    return target
+    return _save_group_figure(figure, target, path)
 
 
 # --- dpcalc group: the three figures of seed 000 ----------------------------------------
@@ -170,13 +206,15 @@ def _group_axes(x_values, series: list[GroupSeries], x_label: str, title: str, l
             label = f"{line.label}, {line.method}"
         axes.plot([float(x) for x in x_values], _as_plot_values(line.values),
                   _GROUP_STYLES.get(line.method, "-"), color=colour, marker="o", markersize=2.5,
-                  linewidth=1.4, label=label)
+                  linewidth=1.4, label=label,
+                  zorder=_CERTIFIED if line.method == "pb" else _REFERENCE)
     if log_x:
         axes.set_xscale("log", base=2)
     every_value = [value for line in series for value in _finite(line.values)]
     log_y = _spans(every_value)
     if log_y:
         axes.set_yscale("log")
+        _log_ticks(axes, "y")
     axes.set_xlabel(x_label)
     axes.set_ylabel("ε (log scale)" if log_y else "ε")
     axes.set_title(title, fontsize="medium")
@@ -235,23 +273,39 @@ def tradeoff_figure(path, fprs: Sequence[float], upper: Sequence[float], lower: 
     band down to the certified lower curve, the random-guess diagonal TPR = FPR, and the
     asked FPRs marked. Log-scaled axes with ``log_axes``."""
     target = check_plot_path(str(path))
+    figure = tradeoff_axes(fprs, upper, lower, marked, log_axes, title)
+    try:
+        figure.savefig(target, dpi=150)
+    except OSError as error:
+        raise DpcalcError(f"--plot could not write {str(path)!r}: {error.strerror or error}") from None
+    return target
+
+
+def tradeoff_axes(fprs: Sequence[float], upper: Sequence[float], lower: Sequence[float],
+                  marked: Sequence[tuple[float, float]], log_axes: bool, title: str):
+    """The figure of :func:`tradeoff_figure`, not yet written. The certified upper curve is
+    drawn on top of the band and the diagonal (which it meets where the run leaks little)."""
     Figure = _import_figure()
     figure = Figure(figsize=(6.0, 5.0), layout="constrained")
     axes = figure.add_subplot()
     xs = [float(x) for x in fprs]
     (line,) = axes.plot(xs, [float(y) for y in upper], "-", linewidth=1.6,
-                        label="certified upper bound on TPR (safe)")
+                        label="certified upper bound on TPR (safe)", zorder=_CERTIFIED)
     axes.fill_between(xs, [float(y) for y in lower], [float(y) for y in upper],
                       color=line.get_color(), alpha=0.3, linewidth=0,
-                      label="certified band (lower to upper bound)")
-    axes.plot(xs, xs, ":", color="grey", linewidth=1.2, label="random guess (TPR = FPR)")
+                      label="certified band (lower to upper bound)", zorder=_BAND)
+    axes.plot(xs, xs, ":", color="grey", linewidth=1.2, label="random guess (TPR = FPR)",
+              zorder=_REFERENCE)
     if marked:
         axes.plot([x for x, _ in marked], [y for _, y in marked], "o", color=line.get_color(),
-                  markersize=4, label="asked FPRs")
+                  markersize=4, label="asked FPRs", zorder=_MARKS)
     if log_axes:
         axes.set_xscale("log")
         axes.set_yscale("log")
+        axes.set_xlim(min(xs), max(xs))
         axes.set_ylim(bottom=max(min(xs), 1e-12) / 2, top=1.05)
+        _log_ticks(axes, "x")
+        _log_ticks(axes, "y")
     else:
         axes.set_xlim(0.0, 1.0)
         axes.set_ylim(0.0, 1.0)
@@ -260,8 +314,4 @@ def tradeoff_figure(path, fprs: Sequence[float], upper: Sequence[float], lower: 
     axes.set_title(title, fontsize="medium")
     axes.grid(True, which="major", alpha=0.3)
     axes.legend(fontsize="small", loc="lower right")
-    try:
-        figure.savefig(target, dpi=150)
-    except OSError as error:
-        raise DpcalcError(f"--plot could not write {str(path)!r}: {error.strerror or error}") from None
-    return target
+    return figure

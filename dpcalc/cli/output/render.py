@@ -15,6 +15,11 @@ from dpcalc.cli.output.numbers import (  # noqa: F401 (re-exported)
 # The kind of a result row whose accountant failed inside (a bug): never an answer.
 ERROR = "error"
 
+# The "schema" key of every JSON document: the version of its keys (docs/json-schema.md;
+# dpcalc/cli/output/schema.json, written by scripts/gen_json_schema.py). A new number when a
+# key is removed, renamed or changes meaning.
+JSON_SCHEMA_ID = "dpcalc/1"
+
 
 class OutputFormat(str, Enum):
     table = "table"
@@ -77,7 +82,12 @@ def _jsonable(value: Any) -> Any:
 
 
 def json_text(payload: dict) -> str:
-    """Any payload under the JSON rules of the output contract (inf as "inf")."""
+    """Any payload under the JSON rules of the output contract (inf as "inf"); a command's
+    document (a payload with "command") starts with "schema" and "dpcalc_version"."""
+    if "command" in payload:
+        from dpcalc import __version__
+
+        payload = {"schema": JSON_SCHEMA_ID, "dpcalc_version": __version__, **payload}
     return json.dumps(_jsonable(payload), indent=2, allow_nan=False)
 
 
@@ -107,12 +117,22 @@ def _cell(column: Column, result: dict) -> str:
 
 
 # --- table --------------------------------------------------------------------------------
+# The inputs line names B, N and T as what they are for a federated or user-level run: a
+# server drawing 50 of 1000 clients for 200 rounds reads "clients per round = 50 · clients =
+# 1000 · rounds = 200", not "B = 50 · N = 1000 · steps = 200".
+UNIT_INPUT_LABELS = {
+    "client": {"batch_size": "clients per round", "dataset_size": "clients", "steps": "rounds"},
+    "user": {"batch_size": "users per step", "dataset_size": "users"},
+}
+
+
 def _inputs_line(report: Report) -> str:
     parts = []
+    unit_labels = UNIT_INPUT_LABELS.get(report.inputs.get("unit"), {})
     for key, value in report.inputs.items():
         if value is None or isinstance(value, (list, dict)):
             continue
-        label = report.input_labels.get(key, key)
+        label = unit_labels.get(key) or report.input_labels.get(key, key)
         if label is None:  # shown elsewhere (e.g. the model, in the footer)
             continue
         if isinstance(value, float):

@@ -65,7 +65,7 @@ def poisson_note(outcome: "SimulationOutcome") -> str | None:
     reference = outcome.final.poisson_reference
     if applies(outcome) or reference is None or reference.epsilon is None:
         return None
-    return (f"Poisson figure {reference.epsilon:.5g} (q = B/N, same steps) does NOT apply to "
+    return (f"Poisson figure {show_upper(reference.epsilon)} (q = B/N, same steps) does NOT apply to "
             f"{outcome.inputs['sampling']} batches: shown for comparison only")
 
 
