@@ -585,7 +585,7 @@ def markdown(defs: dict) -> str:
         "- `kind` is one of `certified upper bound`, `approximation`, `not applicable` (no value:",
         "  `certified` is false), `error` (the accountant failed inside: a bug), and",
         "  `bound for the claim` (risk/report of an (ε, δ) claim).",
-        f"- `schema` changes (e.g. to `dpcalc/2`) when a key is removed, renamed or changes",
+        "- `schema` changes (e.g. to `dpcalc/2`) when a key is removed, renamed or changes",
         "  meaning; a new key may be added within one schema (the schema file is updated",
         "  with it), and `details` may gain keys at any time.",
         "",
