@@ -1,0 +1,70 @@
+"""Memory and time bounds on every accepted input (issue 30 §3).
+
+The held-out cases each run in a subprocess with its peak resident set measured
+(tests/memory_probe.py): under 2 GiB, a certified answer (finite upper ≥ lower ≥ 0), never
+the internal-error exit 70 or a MemoryError."""
+from __future__ import annotations
+
+import json
+import math
+import tracemalloc
+
+import pytest
+
+from dpcalc import Schedule, worst_case
+from dpcalc.pld.jump_step import COARSE_POINTS, CoarseTooLarge, SplitGrids, split_step
+from dpcalc.pld.pld import UPPER
+from tests.memory_probe import PEAK_LIMIT, measure_dpcalc, measure_python
+
+
+def test_a_jump_grid_beyond_the_coarse_window_is_refused_before_it_is_built():
+    # q = 1e-8, σ = 0.1: one step's loss reaches ~332; at a coarse step of 1e-6 its jump grid
+    # would be 3.3e8 points (2.5 GiB per array) — refused at the size, nothing allocated
+    pair = worst_case(Schedule.single(1e-8, 0.1, 1000).phases[0]).pair
+    tracemalloc.start()
+    try:
+        with pytest.raises(CoarseTooLarge) as refused:
+            split_step(pair, "remove", UPPER, SplitGrids(1e-6, 1, 1), 30.0, 1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.points_needed > COARSE_POINTS
+    assert abs(refused.value.points_needed - 331.58 / 1e-6) < 0.01 * 331.58 / 1e-6
+    assert peak < 1 << 20
+
+
+def _certified(row: dict) -> tuple[float, float]:
+    upper, lower = row["epsilon"], row["epsilon_lower"]
+    assert upper is not None and math.isfinite(upper), row
+    assert 0.0 <= lower <= upper, row
+    return upper, lower
+
+
+# (argv, the largest ε upper bound the answer may have): the split pass (jumps.py) used to
+# build a jump grid of ~2e9 points at these q (14 GiB; MemoryError, exit 70)
+SMALL_Q_EPSILON = [
+    (["--q", "1e-8", "--sigma", "0.1", "--steps", "1000"], math.inf),
+    # tight before the fix when memory allowed (0.0031972 / 0.0031672)
+    (["--q", "3e-9", "--sigma", "0.3", "--steps", "1000000"], 0.0033),
+]
+
+
+@pytest.mark.parametrize("args,at_most", SMALL_Q_EPSILON)
+def test_small_q_epsilon_answers_within_the_memory_goal(args, at_most):
+    run = measure_dpcalc("epsilon", *args, "-a", "pb", "--format", "json")
+    assert run["code"] == 0, run["stderr"]
+    assert run["peak"] < PEAK_LIMIT, run["peak"]
+    (row,) = json.loads(run["stdout"])["results"]
+    upper, _ = _certified(row)
+    assert upper <= at_most
+
+
+def test_small_q_epsilon_from_the_library_within_the_memory_goal():
+    code = ("import json; from dpcalc import Schedule, get_accountant\n"
+            "r = get_accountant('pb').epsilon(Schedule.single(1e-8, 0.1, 1000), 1e-5)\n"
+            "print(json.dumps([r.epsilon, r.epsilon_lower]))")
+    run = measure_python(code)
+    assert run["code"] == 0, run["stderr"]
+    assert run["peak"] < PEAK_LIMIT, run["peak"]
+    upper, lower = json.loads(run["stdout"])
+    assert math.isfinite(upper) and 0.0 <= lower <= upper
