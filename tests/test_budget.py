@@ -68,3 +68,37 @@ def test_small_q_epsilon_from_the_library_within_the_memory_goal():
     assert run["peak"] < PEAK_LIMIT, run["peak"]
     upper, lower = json.loads(run["stdout"])
     assert math.isfinite(upper) and 0.0 <= lower <= upper
+
+
+# --- sweeps beyond the documented size: a stated refusal, before any work -------------
+@pytest.mark.parametrize("argv,flag,work", [
+    # held-out: > 120 s with no refusal
+    (["--q", "0.01", "--sigma", "0.5:4:1000", "--steps", "10000", "-a", "pb"], "--sigma", 1000),
+    # held-out: 55 s (strong composition's 1000 searches, pb's 1000 read-outs)
+    (["--q", "0.01", "--sigma", "4", "--steps", "1:1000000:1000"], "--steps", 2000),
+    (["--q", "1e-4:0.1:log201", "--sigma", "1", "--steps", "100", "-a", "strong"], "--q", 201),
+])
+def test_a_sweep_beyond_the_limit_is_refused_in_one_line_saying_how_to_raise_it(argv, flag, work):
+    from tests.conftest import run_dpcalc
+
+    done = run_dpcalc("compare", *argv, timeout=30)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and done.stdout == ""
+    assert line.startswith(f"dpcalc: error: {flag} sweeps")
+    assert "--max-sweep-points 200" in line and f"--max-sweep-points {work} to run it" in line
+
+
+def test_the_sweep_limit_counts_slow_accountants_only_and_can_be_raised():
+    from dpcalc.cli.compare.sweep import SLOW_SWEEP_POINTS, build_sweep, check_sweep_work
+    from dpcalc.errors import DpcalcError
+
+    sweep = build_sweep("0.01", None, None, "4", "1:1000000:1000", None)
+    assert check_sweep_work(sweep, ["rdp", "gdp", "naive"], None) == 0  # cheap: no limit
+    with pytest.raises(DpcalcError, match="--max-sweep-points 200"):
+        check_sweep_work(sweep, ["pb", "rdp"], None)
+    assert check_sweep_work(sweep, ["pb", "rdp"], "1000") == 1000
+    small = build_sweep("0.01", None, None, "4", f"1:1000:{SLOW_SWEEP_POINTS // 2}", None)
+    assert check_sweep_work(small, ["pb", "strong"], None) == SLOW_SWEEP_POINTS  # at the limit
+    with pytest.raises(DpcalcError, match="--max-sweep-points must be a whole number from 1"):
+        check_sweep_work(small, ["pb"], "0")
