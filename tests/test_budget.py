@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import tracemalloc
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dpcalc import Schedule, worst_case
 from dpcalc.pld.jump_step import COARSE_POINTS, CoarseTooLarge, SplitGrids, split_step
 from dpcalc.pld.pld import UPPER
-from tests.memory_probe import PEAK_LIMIT, measure_dpcalc, measure_python
+from tests.memory_probe import PEAK_LIMIT, measure_dpcalc, measure_python, random_invocation
 
 
 def test_a_jump_grid_beyond_the_coarse_window_is_refused_before_it_is_built():
@@ -102,3 +105,19 @@ def test_the_sweep_limit_counts_slow_accountants_only_and_can_be_raised():
     assert check_sweep_work(small, ["pb", "strong"], None) == SLOW_SWEEP_POINTS  # at the limit
     with pytest.raises(DpcalcError, match="--max-sweep-points must be a whole number from 1"):
         check_sweep_work(small, ["pb"], "0")
+
+
+# --- the property: any valid input, peak RSS < 2 GiB and never the internal-error exit ---
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_valid_inputs_stay_within_memory_and_never_exit_70(seed):
+    # each run is stopped after _PROPERTY_SECONDS (its peak so far still counts): time is
+    # bench_slowest.py's measure, memory and the exit code this test's
+    argv = random_invocation(random.Random(seed))
+    run = measure_dpcalc(*argv, stop_after=_PROPERTY_SECONDS)
+    assert run["peak"] < PEAK_LIMIT, (argv, run["peak"])
+    assert run["code"] in (0, 1, 2, "timeout"), (argv, run["code"], run["stderr"][-500:])
+    assert "Traceback" not in run["stderr"] and "MemoryError" not in run["stderr"], argv
+
+
+_PROPERTY_SECONDS = 12.0
