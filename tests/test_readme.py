@@ -12,7 +12,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 BLOCKS = re.findall(r"```console\n(.*?)```", README, flags=re.S)
-EXPECTED_EXIT = {"--max-epsilon 1 ": 1, "--q 1.5 ": 2, "--epsilon 1e-6 ": 2}
+EXPECTED_EXIT = {"--max-epsilon 1 ": 1, "--q 1.5 ": 2, "--epsilon 1e-6 ": 2,
+                 "--sigma 0.5:4:1000 ": 2}
 
 
 def _examples():
