@@ -121,3 +121,29 @@ def test_random_valid_inputs_stay_within_memory_and_never_exit_70(seed):
 
 
 _PROPERTY_SECONDS = 12.0
+
+
+def test_one_step_wider_than_the_fft_cap_is_refused_at_its_size_and_compose_fitting_coarsens():
+    from dpcalc.pb.direction_pass import compose_fitting
+    from dpcalc.pld.discretise import discretise
+    from dpcalc.pld.pld import MAX_FFT_POINTS, GridTooLarge
+
+    pair = worst_case(Schedule.single(0.01, 1.0, 10).phases[0]).pair
+    low, high = pair.loss_range("remove", 10.0)
+    fine = (high - low) / (4 * MAX_FFT_POINTS)  # 4 × the cap: 16 Mi points, 128 MiB an array
+    tracemalloc.start()
+    try:
+        with pytest.raises(GridTooLarge) as refused:
+            discretise(pair, "remove", fine, 10.0, UPPER)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.points_needed > 3 * MAX_FFT_POINTS and peak < 1 << 20
+    composed, plds, step = compose_fitting([(pair, 10)], "remove", fine, UPPER, 10.0, 1e-14)
+    assert step > 3 * fine and plds[0][0].points <= MAX_FFT_POINTS
+    # the coarser grid's bound is still an upper bound: at least the certified lower bound
+    # of the same direction on pb's own grids
+    from dpcalc.pb.buckets import epsilon_bounds
+
+    lower = epsilon_bounds([(pair, 10)], 1e-5).by_direction["remove"][1]
+    assert composed.epsilon(1e-5, UPPER) >= lower > 0
