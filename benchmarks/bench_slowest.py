@@ -12,6 +12,7 @@ error (exit 70) and run over 2 GiB flagged.
 """
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import subprocess
@@ -45,8 +46,10 @@ def main() -> None:
         print(f"{index + 1}/{count} {run['code']} {run['seconds']:.1f} s {' '.join(argv)}",
               file=sys.stderr, flush=True)
     rows.sort(reverse=True)
+    load = os.getloadavg()[0]  # shared machine: the times scale with it
     lines = [f"bench_slowest: {count} random command lines (seed {seed}, timeout {timeout:g} s): "
-             f"{len(rows)} accepted, {refused} refused (exit 2)",
+             f"{len(rows)} accepted, {refused} refused (exit 2); load average at the end "
+             f"{load:.1f} on {os.cpu_count()} cores",
              f"median wall time of the accepted: {statistics.median(r[0] for r in rows):.2f} s; "
              f"over 2 s: {sum(r[0] > 2 for r in rows)}; over 2 GiB: "
              f"{sum(r[1] * GIB >= PEAK_LIMIT for r in rows)}; exit 70: "
