@@ -227,9 +227,9 @@ def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str]
     """ε per k and method."""
     from dpcalc.group import bounds as group_bounds
 
-    with counted_progress(f"group: {len(k_values)} values of k × {len(names)} method"
-                          f"{'s' * (len(names) != 1)}, {setting.steps:,} steps", len(k_values) * len(names)) \
-            as advance, \
+    size = (f"group: {len(k_values)} values of k × {len(names)} method"
+            f"{'s' * (len(names) != 1)}, {setting.steps:,} steps")
+    with counted_progress(size, len(k_values) * len(names)) as advance, \
             points_map() as map_points:
         results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance, advance,
                                               map_points)
