@@ -64,7 +64,7 @@ def test_work_done_within_the_second_draws_nothing():
     (["group", "--k", "1,2", "--batch-size", "64", "--dataset-size", "1000", "--steps", "30",
       "--target-epsilon", "8"], "group: σ per k", 2),
     (["compare", "--q", "0.01", "--sigma", "1,2,4", "--steps", "100", "-a", "pb,rdp"],
-     "compare", 6),
+     "compare: 3 points × 2 accountants", 6),
 ])
 def test_commands_draw_on_stderr_and_print_the_same_answer(monkeypatch, argv, label, total):
     monkeypatch.setattr(progress, "SHOW_AFTER_SECONDS", 0.0)
@@ -121,14 +121,27 @@ def test_no_spinner_thread_where_stderr_is_not_a_terminal(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("argv,label", [
-    (["epsilon", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "epsilon: composing"),
+    (["epsilon", "--q", "0.01", "--sigma", "1", "--steps", "1000"],
+     "epsilon: composing 1,000 steps"),
     (["delta", "--q", "0.01", "--sigma", "1", "--steps", "1000", "--epsilon", "1"],
-     "delta: composing"),
+     "delta: composing 1,000 steps"),
     (["sigma", "--q", "0.01", "--steps", "1000", "--epsilon", "2", "-a", "rdp"],
-     "sigma: calibrating"),
-    (["risk", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "risk: composing"),
-    (["report", "--q", "0.01", "--sigma", "1", "--steps", "1000"], "report: composing"),
+     "sigma: calibrating σ (each trial 1,000 steps, rdp)"),
+    (["risk", "--q", "0.01", "--sigma", "1", "--steps", "1000"],
+     "risk: composing 1,000 steps, pb"),
+    (["report", "--q", "0.01", "--sigma", "1", "--steps", "1000"],
+     "report: composing 1,000 steps, pb"),
 ])
 def test_single_answers_spin_on_stderr_and_print_the_same(monkeypatch, argv, label):
     monkeypatch.setattr(progress.threading, "Timer", ImmediateTimer)
     assert label in drawn_on_a_terminal(monkeypatch, argv)
+
+
+def test_the_run_size_names_steps_phases_and_accountants():
+    from dpcalc import Phase, Schedule
+
+    assert progress.run_size(Schedule.single(0.01, 1.0, 1_000_000), ["pb", "rdp"]) == \
+        "1,000,000 steps, pb + rdp"
+    two = Schedule([Phase(0.01, 1.0, 10), Phase(0.02, 2.0, 1)])
+    assert progress.run_size(two, ["pb", "rdp", "gdp", "naive"]) == "11 steps, 2 phases, 4 accountants"
+    assert progress.run_size(Schedule.single(0.5, 1.0, 1)) == "1 step"

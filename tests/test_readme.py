@@ -16,7 +16,8 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # (file, block) for every ```console block of every document
 BLOCKS = [(path.relative_to(ROOT).as_posix(), block) for path in DOCUMENTS
           for block in re.findall(r"```console\n(.*?)```", path.read_text(), flags=re.S)]
-EXPECTED_EXIT = {"--max-epsilon 1 ": 1, "--q 1.5 ": 2, "--epsilon 1e-6 ": 2}
+EXPECTED_EXIT = {"--max-epsilon 1 ": 1, "--q 1.5 ": 2, "--epsilon 1e-6 ": 2,
+                 "--sigma 0.5:4:1000 ": 2}
 ELIDED = "[…]"  # scripts/update_readme.py: the middle of the output left out
 
 

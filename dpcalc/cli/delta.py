@@ -9,7 +9,7 @@ import typer
 
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
-from dpcalc.cli.progress import waiting
+from dpcalc.cli.progress import run_size, waiting
 from dpcalc.cli.output.records import APPROXIMATION, INPUT_LABELS, KIND_COLUMN, kind_of, row_kind
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
@@ -100,7 +100,7 @@ def delta_command(
     target = check_nonnegative(epsilon, "--epsilon")
     run = given.schedule()
     names = opt.accountants(accountant)
-    with waiting("delta: composing"):
+    with waiting(f"delta: composing {run_size(run.schedule, names)}"):
         records = [delta_record(name, run.schedule, target) for name in names]
     inputs = {**run.inputs, "epsilon": target, "accountants": names}
     footnotes = [model_footnote(inputs),

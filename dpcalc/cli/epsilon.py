@@ -9,7 +9,7 @@ from dpcalc.accountants.registry import DEFAULT_ACCOUNTANT
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
-from dpcalc.cli.progress import waiting
+from dpcalc.cli.progress import run_size, waiting
 from dpcalc.cli.output.records import EPSILON_COLUMNS, EPSILON_PLAIN, INPUT_LABELS, epsilon_record
 from dpcalc.cli.output.render import OutputFormat, Report, emit
 from dpcalc.cli.pipelines.price import alternatives, price_line
@@ -52,7 +52,7 @@ def epsilon_command(
     names = opt.accountants(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
-    with waiting("epsilon: composing"):
+    with waiting(f"epsilon: composing {run_size(run.schedule, names)}"):
         results = epsilon_results(names, run.schedule, target_delta, tolerance=tolerance)
         pb = next((result for result in results if result.accountant == "pb"), None)
         found = ([] if pb is None else

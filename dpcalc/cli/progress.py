@@ -5,6 +5,8 @@ once the work has run SHOW_AFTER_SECONDS and items remain. One long computation 
 at tiny q, a σ calibration) shows a spinner from a timer thread after SHOW_AFTER_SECONDS.
 Both only on a terminal, both erased when the work ends, so stdout (tables, JSON, CSV) is
 never touched. Where stderr is not a terminal nothing is imported, started or drawn.
+Both state the work's size up front (issue 30 §3): the bar its item count, the spinner the
+run's steps, phases and accountants (``run_size``), with the time elapsed.
 """
 from __future__ import annotations
 
@@ -53,6 +55,18 @@ class _LazyBar:
             self._progress.stop()
 
 
+def run_size(schedule, names=None) -> str:
+    """The size of one run's work, for a progress line: '1,000,000 steps, 2 phases, pb + rdp'."""
+    phases = len(getattr(schedule, "phases", ()) or ())
+    steps = getattr(schedule, "total_steps", None)
+    parts = [] if steps is None else [f"{steps:,} step{'s' * (steps != 1)}"]
+    if phases > 1:
+        parts.append(f"{phases} phases")
+    if names:
+        parts.append(" + ".join(names) if len(names) <= 3 else f"{len(names)} accountants")
+    return ", ".join(parts)
+
+
 def _ignore(count: int = 1) -> None:
     """Where no bar is drawn."""
 
@@ -94,12 +108,13 @@ def waiting(description: str, console=None, show_after: float | None = None) -> 
     lock, shown, finished = threading.Lock(), [], []
 
     def show() -> None:
-        from rich.progress import Progress, SpinnerColumn, TextColumn
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         with lock:
             if finished:
                 return
-            spinner = Progress(SpinnerColumn(), TextColumn(description),
+            spinner = Progress(SpinnerColumn(), TextColumn(description.replace("[", "\\[")),
+                               TimeElapsedColumn(),
                                console=console or _stderr_console(), transient=True)
             spinner.add_task(description, total=None)
             spinner.start()

@@ -11,7 +11,7 @@ from dpcalc.accountants.registry import get_accountant
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.render import OutputFormat, json_text, plain_upper
-from dpcalc.cli.progress import waiting
+from dpcalc.cli.progress import run_size, waiting
 from dpcalc.cli.risk import (BASELINE, CLAIM_EPSILON, FPR, PRIOR, RISK_TOLERANCE, claim_report,
                              nearest_risk, not_applicable_records, parse_fprs, risk_records)
 from dpcalc.cli.output.records import row_kind
@@ -93,7 +93,7 @@ def report_command(
                                                       low_open=False, what="probability κ")
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
     opt.warn_large_delta(target_delta, run.dataset_size)
-    with waiting("report: composing"):
+    with waiting(f"report: composing {run_size(run.schedule, ['pb'])}"):
         result = get_accountant("pb", tolerance=tol).epsilon(run.schedule, target_delta)
         found = nearest_risk(run.schedule, lambda schedule: risk_bounds(
             schedule, fprs, prior_value, kappa, tolerance=tol))

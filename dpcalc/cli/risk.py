@@ -14,7 +14,7 @@ import typer
 
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
-from dpcalc.cli.progress import waiting
+from dpcalc.cli.progress import run_size, waiting
 from dpcalc.cli.output.records import INPUT_LABELS
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
                                       show_upper)
@@ -228,7 +228,7 @@ def risk_command(
         check_plot_path(plot)
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
     opt.warn_plot_only(plot, log_axes=log_axes)
-    with waiting("risk: composing"):
+    with waiting(f"risk: composing {run_size(run.schedule, ['pb'])}"):
         found = nearest_risk(run.schedule, lambda schedule: risk_bounds(
             schedule, fprs, prior_value, kappa, tolerance=tol))
         bounds = risk_bounds(run.schedule, fprs, prior_value, kappa,

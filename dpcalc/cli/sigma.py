@@ -20,7 +20,7 @@ from dpcalc.calibration.gaussian import GaussianSigmas, gaussian_mechanism_sigma
 from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, parse_max_epsilon
-from dpcalc.cli.progress import waiting
+from dpcalc.cli.progress import run_size, waiting
 from dpcalc.cli.output.records import (APPROXIMATION, CERTIFIED, INPUT_LABELS, KIND_COLUMN,
                                        NOT_APPLICABLE_KIND, kind_of, row_kind)
 from dpcalc.cli.output.render import (Column, OutputFormat, Report, emit, plain_upper, show_lower,
@@ -277,7 +277,7 @@ def _risk_mode(max_tpr, at_fpr, max_advantage, run, precision: float, tolerance,
     from dpcalc.risk.calibration import risk_sigma
 
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
-    with waiting("sigma: calibrating"):
+    with waiting(f"sigma: calibrating σ (each trial {run_size(run.schedule, ['pb'])})"):
         calibration = risk_sigma(run.schedule, max_tpr=max_tpr, at_fpr=at_fpr,
                                  max_advantage=max_advantage, precision=precision, tolerance=tol)
     targets = {"max_tpr": None if max_tpr is None else float(max_tpr),
@@ -362,7 +362,7 @@ def sigma_command(
     names = opt.accountants(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
-    with waiting("sigma: calibrating"):
+    with waiting(f"sigma: calibrating σ (each trial {run_size(run.schedule, names)})"):
         records = _calibrate_all(names, target, target_delta, run.schedule, relative_precision,
                                  tolerance, run.scaled)
     inputs = {"epsilon": target, "delta": target_delta,

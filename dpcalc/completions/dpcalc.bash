@@ -36,9 +36,10 @@ _dpcalc() {
                 --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --x-scale) COMPREPLY=($(compgen -W "linear log" -- "$cur")); return ;;
                 --max-epsilon) return ;;
+                --max-sweep-points) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in

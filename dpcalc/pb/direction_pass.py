@@ -60,10 +60,10 @@ def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
 
     Returns (composed PLD, single-step PLDs with their steps, grid step used)."""
     while True:
-        plds = discretised or discretise_phases(phases, direction, step, half_width, bound,
-                                                tail_mass)
-        discretised = None
         try:
+            plds = discretised or discretise_phases(phases, direction, step, half_width, bound,
+                                                    tail_mass)
+            discretised = None
             return compose_many(plds, tail_mass, max_points), plds, step
         except GridTooLarge as too_large:
             step *= 1.05 * too_large.points_needed / max_points

@@ -26,7 +26,7 @@ import numpy as np
 
 from dpcalc.pld.fft_error import UNIT_ROUNDOFF
 from dpcalc.numerics.log_masses import bucket_masses
-from dpcalc.pld.pld import LOWER, UPPER, DiscretePld
+from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER, DiscretePld, GridTooLarge
 
 
 def _loss_error(log_p: np.ndarray, log_q: np.ndarray, edges: np.ndarray, grid_step: float,
@@ -110,6 +110,10 @@ def discretise(pair, direction: str, grid_step: float,
     low, high = pair.loss_range(direction, tail_half_width)
     first = math.floor(low / grid_step)
     last = max(math.ceil(high / grid_step), first + 1)
+    if last - first + 1 > MAX_FFT_POINTS:
+        # one step wider than any composition may be: refused at its size, before a grid
+        # is built (the memory budget, issue 30 §3); compose_fitting coarsens the grid
+        raise GridTooLarge(last - first + 1)
     if bound == UPPER:
         pmf, below, above = connect_the_dots(pair, direction, grid_step, first, last)
         pmf[0] += below  # loss below the grid, rounded up

@@ -11,8 +11,8 @@ import numpy as np
 from dpcalc.numerics import fourier
 from dpcalc.pld.chernoff import _min_over_lambda
 from dpcalc.pld.fft_error import UNIT_ROUNDOFF, fft_relative_error
-from dpcalc.pld.jump_step import StepSplit
-from dpcalc.pld.pld import DiscretePld, GridTooLarge
+from dpcalc.pld.jump_step import COARSE_POINTS, CoarseTooLarge, StepSplit  # noqa: F401 (re-exported)
+from dpcalc.pld.pld import DiscretePld
 from dpcalc.numerics.special_functions import binomial_upper_tail, gammaln
 
 # How many jumps are enumerated at most (enumerated_jumps).
@@ -20,14 +20,6 @@ MAX_ENUMERATED_JUMPS = 96
 # Jumps beyond the loss where they add this share of δ in all are cut (jump_step.truncation_loss);
 # the upper's configurations with more than K jumps may add as much again.
 TRUNCATION_SHARE = 1e-4
-# Points of the coarse window.
-COARSE_POINTS = 1 << 20
-
-
-class CoarseTooLarge(GridTooLarge):
-    """The coarse window needs more than COARSE_POINTS points."""
-
-
 @dataclass
 class JumpPart:
     """One phase's tilted per-draw laws on the coarse grid from the origin ℓ0 (the body's

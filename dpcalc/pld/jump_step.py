@@ -13,10 +13,16 @@ from dpcalc.pld.discretise import (_loss_error, _pair_log_error, centred_roundin
                                    entry_error)
 from dpcalc.pld.fft_compose import raised_atom
 from dpcalc.pld.fft_error import EXACT_INPUT, UNIT_ROUNDOFF, InputError, input_error
-from dpcalc.pld.pld import LOWER, UPPER, DiscretePld
+from dpcalc.pld.pld import LOWER, UPPER, DiscretePld, GridTooLarge
 
 # Expected jumps (in the tilted measure) above the threshold.
 JUMP_COUNT_TARGET = 12.0
+# Points of the coarse window (jump_polynomial.py); one step's jump grid must fit in it.
+COARSE_POINTS = 1 << 20
+
+
+class CoarseTooLarge(GridTooLarge):
+    """The coarse window (or one step's jump grid) needs more than COARSE_POINTS points."""
 
 
 class NothingToSplit(ValueError):
@@ -114,6 +120,11 @@ def split_step(pair, direction: str, bound: str, grids: SplitGrids, half_width: 
     first = min(math.floor(low / fine), threshold * ratio - 1)
     top = threshold * ratio
     last_coarse = max(math.ceil(high / coarse), threshold + 1)
+    if last_coarse - threshold + 1 > COARSE_POINTS:
+        # the jumps could never be placed in the coarse window (_polynomial): say so before
+        # the grid is built (at q = 1e-8 it would be ~2e9 points, 14 GiB; issue 30 §3), and
+        # the caller coarsens the grid (jumps._compose_split)
+        raise CoarseTooLarge(last_coarse - threshold + 1)
     extra = entry_error(pair, direction, np.array([-np.inf, np.inf]))
     if bound == UPPER:
         body, below, _ = connect_the_dots(pair, direction, fine, first, top)

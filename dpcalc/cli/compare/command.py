@@ -23,7 +23,8 @@ from dpcalc.cli import options as opt
 from dpcalc.cli.run_options import RUN, RunFlags, run_options
 from dpcalc.cli.output.budget import check_budget, enforce, output_may_close, parse_max_epsilon
 from dpcalc.cli.compare.output import (XScale, plot_sweep, print_wide_table, sweep_table, write_csv)
-from dpcalc.cli.compare.sweep import (MAX_SWEEP_POINTS, Point, Sweep, build_sweep, epochs_notes,
+from dpcalc.cli.compare.sweep import (MAX_SWEEP_POINTS, SLOW_ACCOUNTANTS, SLOW_SWEEP_POINTS,
+                                      Point, Sweep, build_sweep, check_sweep_work, epochs_notes,
                                       parse_samplings, parse_sweep)
 from dpcalc.cli.parallel import points_map
 from dpcalc.cli.progress import counted_progress
@@ -65,6 +66,11 @@ PLOT = typer.Option(None, "--plot", metavar="FILE",
 X_SCALE = typer.Option(None, "--x-scale", case_sensitive=False,
                        help="With --plot: the x axis, linear or log. Default: log for a log-spaced "
                             "range (start:stop:logN), else linear.")
+MAX_SWEEP_POINTS_OPTION = typer.Option(
+    None, "--max-sweep-points", metavar="INT",
+    help=f"The most points × slow accountants ({', '.join(SLOW_ACCOUNTANTS)}) a sweep may "
+         f"compute (default {SLOW_SWEEP_POINTS}, each ~0.05-1 s); a larger sweep is refused "
+         "(exit 2) unless this raises the limit.")
 FORMAT = typer.Option(CompareFormat.table, "--format", "-f", case_sensitive=False,
                       help="Output: table, json, csv or plain (bare numbers).")
 
@@ -250,6 +256,7 @@ def compare_command(
     plot: Optional[str] = PLOT,
     x_scale: Optional[XScale] = X_SCALE,
     max_epsilon: Optional[str] = opt.MAX_EPSILON,
+    max_sweep_points: Optional[str] = MAX_SWEEP_POINTS_OPTION,
     output_format: CompareFormat = FORMAT,
 ) -> None:
     """Every accountant side by side on one DP-SGD configuration, or over a sweep.
@@ -288,6 +295,7 @@ def compare_command(
     pb_tolerance = check_positive(tolerance, "--tolerance")
     gate = parse_max_epsilon(max_epsilon)
     names = accountant_names() if not accountant else opt.accountants(accountant)
+    check_sweep_work(sweep, names, max_sweep_points)
     opt.warn_plot_only(plot, x_scale=x_scale)
     if plot is not None:
         from dpcalc.cli.output.plots import check_plot_path
@@ -314,7 +322,9 @@ def compare_command(
                                  sweep.inputs.get("batch_size"), chosen.drop_last)
                  for point in sweep.points]
     # a sweep over steps/epochs is one composition read at every step count
-    with counted_progress("compare", len(names) * len(schedules)) as advance, \
+    size = (f"compare: {len(schedules)} point{'s' * (len(schedules) != 1)} × "
+            f"{len(names)} accountant{'s' * (len(names) != 1)}")
+    with counted_progress(size, len(names) * len(schedules)) as advance, \
             points_map() as map_points:
         swept = epsilon_curves(names, schedules, target_delta, on_done=advance,
                                map_points=map_points, tolerance=pb_tolerance)

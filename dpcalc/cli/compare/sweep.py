@@ -12,6 +12,12 @@ from dpcalc.params import (check_count, check_noise_multiplier, check_positive, 
                            epoch_steps, rate_conflict, resolve_sampling_rate)
 
 MAX_SWEEP_POINTS = 1000
+# Accountants whose every sweep point is a computation of ~0.05-1 s on this machine (pb's
+# composition, strong composition's search over the split of δ): a sweep computes at most
+# SLOW_SWEEP_POINTS of their points (points × such accountants) unless --max-sweep-points
+# raises it, so a sweep of the documented size stays within about a minute (issue 30 §3).
+SLOW_ACCOUNTANTS = ("pb", "strong")
+SLOW_SWEEP_POINTS = 200
 _SWEEP_SYNTAX = (
     "a value, a list 'a,b,c', or a range 'start:stop:N' (N evenly spaced points, ends included) "
     "or 'start:stop:logN' (N log-spaced points, ends included)"
@@ -155,6 +161,24 @@ def build_sweep(q, batch_size, dataset_size, sigma, steps, epochs,
         inputs["steps_from_epochs"] = {"exact": derived.exact, "steps": derived.steps,
                                        "opacus_steps": derived.opacus_steps, "note": derived.note}
     return Sweep(points, swept[0] if swept else None, inputs, samplings, log_spaced)
+
+
+def check_sweep_work(sweep: Sweep, names: list[str], limit_text) -> int:
+    """Refuse a sweep whose points × slow accountants (SLOW_ACCOUNTANTS) exceed the limit
+    (``--max-sweep-points``, default SLOW_SWEEP_POINTS): one line naming the flag, the limit
+    and how to raise it. Returns that count (the work the progress bar announces)."""
+    limit = (SLOW_SWEEP_POINTS if limit_text is None
+             else check_count(limit_text, "--max-sweep-points",
+                              maximum=MAX_SWEEP_POINTS * len(SLOW_ACCOUNTANTS)))
+    slow = [name for name in names if name in SLOW_ACCOUNTANTS]
+    work = len(sweep.points) * len(slow)
+    if work > limit:
+        swept = f"--{sweep.swept}" if sweep.swept else "the sweep"
+        raise DpcalcError(f"{swept} sweeps {len(sweep.points)} points with {', '.join(slow)}: "
+                          f"{work} slow points (about 0.05-1 s each) exceed the limit "
+                          f"--max-sweep-points {limit}; give fewer points, -a without "
+                          f"{'/'.join(slow)}, or --max-sweep-points {work} to run it")
+    return work
 
 
 def epochs_notes(sweep: Sweep) -> list[str]:

@@ -206,7 +206,8 @@ def _sigma_report(setting, k_values: list[int], target: float, delta: float, tol
     records = []
     calibrate = partial(group_bounds.calibrate_group_sigma, target_epsilon=target, delta=delta,
                         tolerance=tolerance)
-    with counted_progress("group: σ per k", len(k_values)) as advance, \
+    with counted_progress(f"group: σ per k ({len(k_values)} values of k, {setting.steps:,} steps "
+                          "each, pb)", len(k_values)) as advance, \
             points_map() as map_points:
         for found in map_points(calibrate, [setting.with_k(k) for k in k_values]):
             records.append(sigma_record(found, target))
@@ -226,7 +227,9 @@ def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str]
     """ε per k and method."""
     from dpcalc.group import bounds as group_bounds
 
-    with counted_progress("group", len(k_values) * len(names)) as advance, \
+    size = (f"group: {len(k_values)} values of k × {len(names)} method"
+            f"{'s' * (len(names) != 1)}, {setting.steps:,} steps")
+    with counted_progress(size, len(k_values) * len(names)) as advance, \
             points_map() as map_points:
         results = group_bounds.group_epsilons(setting, k_values, delta, names, tolerance, advance,
                                               map_points)
