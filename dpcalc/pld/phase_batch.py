@@ -111,10 +111,12 @@ class PhaseBatch:
         self._power = self.values.copy()  # values·tⁿ for the next n
         self.ensure_terms(TERMS)
         long_power = self.values.astype(np.longdouble)
+        long_t = self._t.astype(np.longdouble)  # exact (t has a few bits)
         self.mu_long = np.empty((starts.size, LONG_TERMS), dtype=np.longdouble)
         for n in range(LONG_TERMS):
             self.mu_long[:, n] = np.add.reduceat(long_power, starts)
-            long_power = long_power * self._t
+            if n + 1 < LONG_TERMS:
+                long_power *= long_t
         self.block_mass = self.mu[:, 0].copy()
 
     def ensure_terms(self, terms: int) -> None:

@@ -194,27 +194,35 @@ def _long_count(values: np.ndarray, steps: np.ndarray, depth: float) -> int:
 
 def _long_heads(batch: PhaseBatch, heavy: np.ndarray, x: np.ndarray, size: int) -> np.ndarray:
     """(k, phase): Σ_β e^{−iθ_k c_β} Σ_{n<LONG_TERMS} (−i x_k)ⁿ/n!·μ_{β,n} in long double,
-    over the ``heavy`` blocks."""
+    over the ``heavy`` blocks.
+
+    With LONG_TERMS = 3, Σ_n (−i x)ⁿ/n!·μ_n = A − iB (A = μ_0 − x²μ_2/2, B = xμ_1) and
+    (cos − i sin)(A − iB) = (cos A − sin B) − i(sin A + cos B): the six sums
+    C_n = Σ_β cos(θc_β)μ_{β,n}, S_n = Σ_β sin(θc_β)μ_{β,n} per phase (one long double
+    product and one sum over the phase's blocks each), then
+    real = C_0 − (x²/2)C_2 − xS_1, imaginary = −(S_0 − (x²/2)S_2 + xC_1). Each entry is the
+    same sum of the same products as term by term, regrouped: at most blocks + 8 long
+    double operations deep, inside low_spectra's long_depth (2·blocks + B + 60)."""
+    assert LONG_TERMS == 3
     table_cos, table_sin = _table(size, x.size, int(batch.blocks.max()) + 1, True)
     blocks = batch.blocks[heavy]
-    cosine, sine = table_cos[:, blocks], table_sin[:, blocks]
-    xl = x.astype(np.longdouble)[:, None]
-    real = np.zeros((x.size, blocks.size), dtype=np.longdouble)
-    imaginary = np.zeros_like(real)
-    for n in range(LONG_TERMS):
-        mu = batch.mu_long[heavy, n][None, :]
-        re, im = cosine * mu, -(sine * mu)
-        scale = xl**n / math.factorial(n)
-        rotated = {0: (re, im), 1: (im, -re), 2: (-re, -im), 3: (-im, re)}[n % 4]
-        real += scale * rotated[0]
-        imaginary += scale * rotated[1]
     owner = batch.phase_of_block[heavy]
     phases = len(batch.plds)
     out = np.zeros((x.size, phases), dtype=np.clongdouble)
-    if blocks.size:
-        starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
-        out[:, owner[starts]] = (np.add.reduceat(real, starts, axis=1)
-                                 + 1j * np.add.reduceat(imaginary, starts, axis=1))
+    if not blocks.size:
+        return out
+    cosine, sine = table_cos[:, blocks], table_sin[:, blocks]
+    starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
+    mu = batch.mu_long[heavy]
+
+    def sums(table, n):
+        return np.add.reduceat(table * mu[:, n][None, :], starts, axis=1)
+
+    xl = x.astype(np.longdouble)[:, None]
+    half_square = xl * xl / 2
+    real = sums(cosine, 0) - half_square * sums(cosine, 2) - xl * sums(sine, 1)
+    imaginary = -(sums(sine, 0) - half_square * sums(sine, 2) + xl * sums(cosine, 1))
+    out[:, owner[starts]] = real + 1j * imaginary
     return out
 
 
