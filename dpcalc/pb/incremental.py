@@ -44,13 +44,12 @@ from dpcalc.pb.first_grid import (_MAX_STEP_POINTS, DEFAULT_GRID_STEP, TAIL_FRAC
 from dpcalc.models.schedule import MAX_STEPS
 from dpcalc.pld.compact import discretise_many
 from dpcalc.pld.fft_compose import _power, infinity_upper, read_back
-from dpcalc.pld.fft_error import (UNIT_ROUNDOFF, CompositionErrorBound, full_spectrum_weights,
-                                  input_error_terms, widened_window)
+from dpcalc.pld.fft_error import widened_window
 from dpcalc.pld.spectral_readout import SpectralTail
 from dpcalc.pld.phase_batch import PhaseBatch
-from dpcalc.pld.phase_spectra import (_DROPPED, _FOLD, _K_LADDER, BLOCK, _series_terms,
-                                      compact_input_error, dropped_bound, high_bound,
-                                      low_spectra)
+from dpcalc.pld.phase_spectra import (_DROPPED, _FOLD, _K_LADDER, BLOCK, StackedErrorBound,
+                                      _series_terms, compact_input_error, dropped_bound,
+                                      high_bound, low_spectra)
 from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER
 
 # λ tables of the windows and of the rounding slack: about the optimum of the first phase
@@ -118,44 +117,6 @@ class _Phase:
         if self.powered is None or self.powered[0] != key:
             self.powered = (key, _power(self.spectrum(size, count, terms)[0], steps))
         return self.powered[1]
-
-
-class _StackedBound(CompositionErrorBound):
-    """fft_error.CompositionErrorBound of phases whose forward errors are per coefficient
-    (phase_spectra.low_spectra), its sums over the phases taken at once: absolute() and
-    input_terms() give what the phase-by-phase add_phase would (the same terms, summed in
-    another order: the float error of that is far below the margins)."""
-
-    def __init__(self, size: int, count: int, dropped: float, steps: np.ndarray, spectra,
-                 input_errors):
-        super().__init__(size, index=np.arange(count))
-        self.dropped = dropped
-        self.steps = steps
-        self.measured = np.array([terms[0] for _, terms in spectra])
-        self.log_bounds = np.array([terms[2] for _, terms in spectra])
-        log_sizes = np.array([terms[3] for _, terms in spectra])
-        self.log_rounding = steps @ log_sizes + 2.0 * steps.size
-        self.input_errors = list(zip(input_errors, steps.astype(int).tolist()))
-
-    def absolute(self, spectrum: np.ndarray, include_inverse: bool = True) -> float:
-        size = self.size
-        weights = full_spectrum_weights(size, spectrum.size)[self.index]
-        spectrum = spectrum[self.index]
-        total_log = self.steps @ self.log_bounds
-        # Σ_i Σ_k w_k |δz_{i,k}| T_i M_{i,k}^{T_i−1} Π_{j≠i} M_{j,k}^{T_j} (fft_error item 2)
-        growth = self.steps[:, None] * np.exp(total_log[None, :] - self.log_bounds)
-        propagated = float(np.sum(weights[None, :] * self.measured * growth))
-        modulus = np.abs(spectrum)
-        rounding = 3.0 * UNIT_ROUNDOFF * float(np.sum(weights * modulus * self.log_rounding))
-        inverse = (self.relative_fft * math.sqrt(float(np.sum(weights * modulus**2))) / math.sqrt(size)
-                   if include_inverse else 0.0)
-        return (propagated + rounding) / size + inverse + 1e-300 + self.input_terms()[1] + self.dropped
-
-    def input_terms(self) -> tuple[float, float]:
-        found = self.__dict__.get("_terms")
-        if found is None:
-            found = self.__dict__["_terms"] = input_error_terms(self.input_errors)
-        return found
 
 
 class RunningBounds:
@@ -323,8 +284,11 @@ class RunningBounds:
             dropped = dropped_bound(total, circle, size, count)
         self._counts[(direction, bound)] = (size, count, terms)
         spectra = [phase.spectrum(size, count, terms) for phase in kept]
-        error_bound = _StackedBound(size, count, dropped, np.array(steps, dtype=float), spectra,
-                                    [phase.input_error for phase in kept])
+        error_bound = StackedErrorBound(
+            size, count, dropped, np.array(steps, dtype=float),
+            np.array([terms[0] for _, terms in spectra]),
+            np.array([terms[2] for _, terms in spectra]),
+            np.array([terms[3] for _, terms in spectra]), [phase.input_error for phase in kept])
         powered = np.array([phase.power(size, count, terms, steps_i)
                             for steps_i, phase in zip(steps, kept)])
         product = np.prod(powered, axis=0)  # in order, as fft_compose.compose multiplies
