@@ -215,14 +215,20 @@ class _RoundingSums:
         self.count = len(plds)
         self.cut = _SMALL_ERROR * step
         small = np.abs(error) <= self.cut
-        owner, weights, values = self.phase[small], mass[small], error[small]
         n = _ROUNDING_ORDER
         self.sums = np.empty((n + 2, self.count))
-        power = weights.copy()
-        for k in range(n + 1):
-            self.sums[k] = np.bincount(owner, weights=power, minlength=self.count)
-            power *= values
-        self.sums[n + 1] = np.bincount(owner, weights=np.abs(power), minlength=self.count)
+        # every phase's buckets are contiguous: its sums are a reduceat over them, the
+        # buckets not small entering as exact zeros (the same sums, in the same order)
+        self.sums[:] = 0.0
+        filled = sizes > 0
+        starts = (np.cumsum(sizes) - sizes)[filled]
+        power = np.where(small, mass, 0.0)
+        values = np.where(small, error, 0.0)
+        if power.size:
+            for k in range(n + 1):
+                self.sums[k, filled] = np.add.reduceat(power, starts)
+                power *= values
+            self.sums[n + 1, filled] = np.add.reduceat(np.abs(power, out=power), starts)
         # float error of the sums: ≤ γ_m Σ|terms| (m the most buckets of a phase)
         largest = int(np.max(sizes)) if sizes.size else 0
         self.slack = 2.0 * (largest + n + 4) * UNIT_ROUNDOFF
