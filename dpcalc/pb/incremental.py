@@ -63,12 +63,21 @@ _SLACK_POINTS = 160
 _LADDER = sorted({fourier.next_fast_len(int(1024 * 1.5**j)) for j in range(50)})
 
 
-def grid_step(phases, direction: str, half_width: float) -> float:
+def grid_step(phases, direction: str, half_width: float, spans: list | None = None) -> float:
     """The grid of this module doc: 1e-4·2^j at or below min(1e-4, one step's smallest loss
-    spread / 8), and never finer than one step's loss range in _MAX_STEP_POINTS points."""
-    single = min(pair.loss_moments(direction)[1] for pair, _ in phases)
-    widest = max(high - low for pair, _ in phases
-                 for low, high in [pair.loss_range(direction, half_width)])
+    spread / 8), and never finer than one step's loss range in _MAX_STEP_POINTS points.
+    ``spans``: (pair, spread, range width) of the phases already seen, kept by the caller
+    (extended here; entries from a pair that changed are dropped)."""
+    spans = [] if spans is None else spans
+    seen = 0
+    while seen < min(len(spans), len(phases)) and spans[seen][0] is phases[seen][0]:
+        seen += 1
+    del spans[seen:]
+    for pair, _ in phases[seen:]:
+        low, high = pair.loss_range(direction, half_width)
+        spans.append((pair, pair.loss_moments(direction)[1], high - low))
+    single = min(spread for _, spread, _ in spans)
+    widest = max(width for _, _, width in spans)
     step = max(min(DEFAULT_GRID_STEP, single / 8.0), widest / _MAX_STEP_POINTS, 1e-12)
     return DEFAULT_GRID_STEP * 2.0 ** math.floor(math.log2(step / DEFAULT_GRID_STEP) + 1e-9)
 
@@ -133,6 +142,7 @@ class RunningBounds:
         self._counts: dict[tuple, tuple] = {}  # (size, K, terms) of the last composition
         self._points = 0
         self._kept: dict[tuple, list[_Phase]] = {}  # (direction, bound) -> per phase
+        self._spans: dict[str, list] = {}  # per direction: grid_step's per-phase terms
 
     def bounds(self, phases) -> PldBounds:
         """Certified (upper, lower) ε for ``phases`` (a list of (pair, steps) whose first
@@ -171,7 +181,8 @@ class RunningBounds:
     def _prepare(self, phases, direction: str, bound: str) -> None:
         """Discretise the phases not yet kept (all of them when the grid changes); a
         direction's lower bound only once it is asked for (the leading direction's)."""
-        step = grid_step(phases, direction, self.half_width)
+        step = grid_step(phases, direction, self.half_width,
+                         self._spans.setdefault(direction, []))
         if self._steps.get(direction) != step:
             self._steps[direction] = step
             for each in (UPPER, LOWER):
@@ -263,7 +274,9 @@ class RunningBounds:
                     if n >= needed + max(64, needed // 32))
         circle = max(64, 1 << max(0, (size // _FOLD).bit_length() - 1))
         steps = [count for _, count in phases]
-        total = sum(count * phase.high_bound(circle) for count, phase in zip(steps, kept))
+        # Σ_i T_i ln M̄_i (einsum: no multi-threaded BLAS call for a (phases × circle) sum)
+        total = np.einsum("i,ij->j", np.array(steps, dtype=float),
+                          np.array([phase.high_bound(circle) for phase in kept]))
         chosen = None
         for count in _K_LADDER:
             if count > size // 2:

@@ -243,9 +243,10 @@ class _RoundingSums:
         near = np.abs(lambdas) * self.cut <= _REACH
         if np.any(near):
             out[:, near] = self._near(lambdas[near])
-        for column in np.flatnonzero(~near):
-            out[:, column] = self._direct(lambdas[column], np.ones(self.error.size, dtype=bool),
-                                          np.full(self.count, -np.inf))
+        if not np.all(near):
+            far = lambdas[~near]
+            out[:, ~near] = self._direct(far, np.ones(self.error.size, dtype=bool),
+                                         np.full((self.count, far.size), -np.inf))
         return out + _MGF_MARGIN
 
     def _near(self, lambdas: np.ndarray) -> np.ndarray:
@@ -258,30 +259,33 @@ class _RoundingSums:
                    + self.slack * math.exp(_REACH) * self.sums[0][:, None])
         with np.errstate(divide="ignore"):
             log_series = np.log(np.maximum(series, 0.0))
-        large = ~self.small
-        if self.count == 1 and np.any(large):  # one phase: all λ at once
-            exponents = self.log_mass[large][:, None] + self.error[large][:, None] * lambdas[None, :]
-            top = np.maximum(exponents.max(axis=0), log_series[0])
-            safe = np.where(np.isfinite(top), top, 0.0)
-            total = np.exp(exponents - safe).sum(axis=0) + np.exp(log_series[0] - safe)
-            with np.errstate(divide="ignore"):
-                return (safe + np.log(total))[None, :]
-        return np.column_stack([self._direct(lam, large, log_series[:, column])
-                                for column, lam in enumerate(lambdas.tolist())])
+        return self._direct(lambdas, ~self.small, log_series)
 
-    def _direct(self, lam: float, chosen: np.ndarray, log_series: np.ndarray) -> np.ndarray:
-        """ln(e^{log_series} + Σ_{chosen} m e^{λE}) per phase."""
-        if not np.any(chosen):
-            return log_series
+    def _direct(self, lambdas: np.ndarray, chosen: np.ndarray, log_series: np.ndarray
+                ) -> np.ndarray:
+        """(phases, λ): ln(e^{log_series} + Σ_{chosen} m e^{λE}) per phase, all λ at once
+        (the chosen buckets of a phase are contiguous: segment sums, in column chunks)."""
         owner = self.phase[chosen]
-        exponents = self.log_mass[chosen] + lam * self.error[chosen]
-        top = log_series.copy()
-        np.maximum.at(top, owner, exponents)
-        safe = np.where(np.isfinite(top), top, 0.0)
-        total = (np.bincount(owner, weights=np.exp(exponents - safe[owner]), minlength=self.count)
-                 + np.exp(log_series - safe))
-        with np.errstate(divide="ignore"):
-            return safe + np.log(total)
+        if not owner.size:
+            return log_series
+        starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
+        present = owner[starts]
+        counts = np.diff(np.r_[starts, owner.size])
+        log_mass, error = self.log_mass[chosen][:, None], self.error[chosen][:, None]
+        out = np.array(log_series, dtype=float, copy=True)
+        width = max(1, (1 << 21) // owner.size)
+        for first in range(0, lambdas.size, width):
+            columns = slice(first, first + width)
+            exponents = log_mass + error * lambdas[None, columns]
+            top = out[:, columns].copy()
+            top[present] = np.maximum(top[present], np.maximum.reduceat(exponents, starts, axis=0))
+            safe = np.where(np.isfinite(top), top, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total = np.exp(out[:, columns] - safe)
+                total[present] += np.add.reduceat(
+                    np.exp(exponents - np.repeat(safe[present], counts, axis=0)), starts, axis=0)
+                out[:, columns] = safe + np.log(total)
+        return out
 
 
 class PhasePlds(list):
