@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcalc.numerics.gauss_intervals import log_normal_masses
+from dpcalc.numerics.gauss_intervals import log_interval_mass
 from dpcalc.numerics.special_functions import log_ndtr
 
 REMOVE = "remove"  # mixture.REMOVE (this module is below mixture.py, which imports it)
@@ -75,6 +75,29 @@ def _tails(values: np.ndarray, direction: str, par: _Parameters):
     return lower_0, upper_0, mixture_lower, mixture_upper
 
 
+def _component_masses(lower_ends: np.ndarray, upper_ends: np.ndarray, sigma: np.ndarray) -> list:
+    """[gauss_intervals.log_normal_masses(lower_ends, upper_ends, shift, sigma) for shift in
+    (0, 1)]: the same values, the ends' checks, gathers and widths shared by the two
+    components (they differ only in the interval's low end)."""
+    out = [np.full(lower_ends.shape, -np.inf), np.full(lower_ends.shape, -np.inf)]
+    reaching = upper_ends > lower_ends
+    finite = np.isfinite(lower_ends) & np.isfinite(upper_ends) & reaching
+    if np.any(finite):
+        low, spread = lower_ends[finite], sigma[finite]
+        width = (upper_ends[finite] - low) / spread
+        for shift, values in zip((0.0, 1.0), out):
+            values[finite] = log_interval_mass((low - shift) / spread, width)
+    from_below = np.isneginf(lower_ends) & reaching
+    to_above = np.isposinf(upper_ends) & reaching & ~from_below
+    for shift, values in zip((0.0, 1.0), out):
+        if np.any(from_below):
+            values[from_below] = log_ndtr((upper_ends[from_below] - shift) / sigma[from_below])
+        if np.any(to_above):
+            values[to_above] = log_ndtr((shift - lower_ends[to_above]) / sigma[to_above])
+        values[np.isneginf(lower_ends) & np.isposinf(upper_ends)] = 0.0
+    return out
+
+
 def log_tails_many(pairs, direction: str, grids: list) -> list:
     """[pair.log_tails(direction, grid) for each pair], computed together where the pairs
     have two components."""
@@ -106,7 +129,7 @@ def log_bucket_masses_many(pairs, direction: str, edge_list: list) -> list:
     else:  # [x_{k+1}, x_k)
         lower_ends, upper_ends = roots[start + 1], roots[start]
     sigma = par.sigma[start]
-    parts = [log_normal_masses(lower_ends, upper_ends, shift, sigma) for shift in (0.0, 1.0)]
+    parts = _component_masses(lower_ends, upper_ends, sigma)
     mixture = np.logaddexp(par.log_w0[start] + parts[0], par.log_w1[start] + parts[1])
     gaussian = parts[0]
     log_p, log_q = (mixture, gaussian) if direction == REMOVE else (gaussian, mixture)
