@@ -132,7 +132,9 @@ class PhaseBatch:
 
     def phase_blocks(self, phase: int) -> slice:
         """The rows of the block arrays that belong to ``phase``."""
-        ends = np.r_[self.block_starts[1:], self.blocks.size]
+        ends = self.__dict__.get("_block_ends")
+        if ends is None:
+            ends = self.__dict__["_block_ends"] = np.r_[self.block_starts[1:], self.blocks.size]
         return slice(int(self.block_starts[phase]), int(ends[phase]))
 
     # ------------------------------------------------------------------ cumulants
