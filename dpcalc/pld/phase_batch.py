@@ -275,7 +275,7 @@ class _RoundingSums:
         counts = np.diff(np.r_[starts, owner.size])
         log_mass, error = self.log_mass[chosen][:, None], self.error[chosen][:, None]
         out = np.array(log_series, dtype=float, copy=True)
-        width = max(1, (1 << 21) // owner.size)
+        width = max(1, (1 << 15) // owner.size)  # temporaries that stay in cache
         for first in range(0, lambdas.size, width):
             columns = slice(first, first + width)
             exponents = log_mass + error * lambdas[None, columns]
