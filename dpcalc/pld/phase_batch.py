@@ -48,6 +48,8 @@ _MGF_MARGIN = 1e-12
 _SMALL_ERROR = 0.005
 _REACH = 1.0
 _ROUNDING_ORDER = 14
+# The block moments are summed over chunks of about this many entries (cache-sized).
+_CHUNK_ENTRIES = 1 << 15
 
 
 # OpenBLAS multiplies on every core above ~2^18 multiply-adds, and its idle threads spin: a
@@ -110,24 +112,44 @@ class PhaseBatch:
         self.mu = np.empty((starts.size, 0))
         self._power = self.values.copy()  # values·tⁿ for the next n
         self.ensure_terms(TERMS)
-        long_power = self.values.astype(np.longdouble)
-        long_t = self._t.astype(np.longdouble)  # exact (t has a few bits)
         self.mu_long = np.empty((starts.size, LONG_TERMS), dtype=np.longdouble)
-        for n in range(LONG_TERMS):
-            self.mu_long[:, n] = np.add.reduceat(long_power, starts)
-            if n + 1 < LONG_TERMS:
-                long_power *= long_t
+        for rows, entries, local in self._chunks():
+            long_power = self.values[entries].astype(np.longdouble)
+            long_t = self._t[entries].astype(np.longdouble)  # exact (t has a few bits)
+            for n in range(LONG_TERMS):
+                self.mu_long[rows, n] = np.add.reduceat(long_power, local)
+                if n + 1 < LONG_TERMS:
+                    long_power *= long_t
         self.block_mass = self.mu[:, 0].copy()
+
+    def _chunks(self) -> list:
+        """(block rows, entries, the rows' first entries within the chunk) of consecutive
+        blocks of about _CHUNK_ENTRIES entries: the moments' sums per chunk, whose
+        temporaries stay in cache (each block's sum is the same whatever the chunks)."""
+        found = self.__dict__.get("_chunk_list")
+        if found is None:
+            starts, total = self._starts, self.index.size
+            cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, _CHUNK_ENTRIES)),
+                                   starts.size]).tolist() if total else []
+            found = []
+            for first, last in zip(cuts[:-1], cuts[1:]):
+                begin = int(starts[first])
+                end = int(starts[last]) if last < starts.size else total
+                found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+            self.__dict__["_chunk_list"] = found
+        return found
 
     def ensure_terms(self, terms: int) -> None:
         """Block moments up to tⁿ, n < ``terms`` (more are computed on demand)."""
         have = self.mu.shape[1]
         if terms <= have:
             return
-        extra = np.empty((self.mu.shape[0], terms - have))
-        for column in range(terms - have):
-            extra[:, column] = np.add.reduceat(self._power, self._starts) if self._power.size else 0.0
-            self._power *= self._t
+        extra = np.zeros((self.mu.shape[0], terms - have))
+        for rows, entries, local in self._chunks():
+            power, t = self._power[entries], self._t[entries]  # views: the powers advance
+            for column in range(terms - have):
+                extra[rows, column] = np.add.reduceat(power, local)
+                power *= t
         self.mu = np.concatenate([self.mu, extra], axis=1)
 
     def phase_blocks(self, phase: int) -> slice:
