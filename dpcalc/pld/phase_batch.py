@@ -244,15 +244,22 @@ class _RoundingSums:
         # every phase's buckets are contiguous: its sums are a reduceat over them, the
         # buckets not small entering as exact zeros (the same sums, in the same order)
         self.sums[:] = 0.0
-        filled = sizes > 0
+        filled = np.flatnonzero(sizes > 0)
         starts = (np.cumsum(sizes) - sizes)[filled]
-        power = np.where(small, mass, 0.0)
-        values = np.where(small, error, 0.0)
-        if power.size:
+        # phase by phase in chunks of about _CHUNK_ENTRIES buckets (cache-sized temporaries)
+        cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, mass.size, _CHUNK_ENTRIES)),
+                               starts.size]).tolist() if mass.size else []
+        for first, last in zip(cuts[:-1], cuts[1:]):
+            begin = int(starts[first])
+            end = int(starts[last]) if last < starts.size else mass.size
+            local, rows = starts[first:last] - begin, filled[first:last]
+            chosen = small[begin:end]
+            power = np.where(chosen, mass[begin:end], 0.0)
+            values = np.where(chosen, error[begin:end], 0.0)
             for k in range(n + 1):
-                self.sums[k, filled] = np.add.reduceat(power, starts)
+                self.sums[k, rows] = np.add.reduceat(power, local)
                 power *= values
-            self.sums[n + 1, filled] = np.add.reduceat(np.abs(power, out=power), starts)
+            self.sums[n + 1, rows] = np.add.reduceat(np.abs(power, out=power), local)
         # float error of the sums: ≤ γ_m Σ|terms| (m the most buckets of a phase)
         largest = int(np.max(sizes)) if sizes.size else 0
         self.slack = 2.0 * (largest + n + 4) * UNIT_ROUNDOFF
