@@ -181,16 +181,39 @@ class PhaseBatch:
         y = scaled * (BLOCK / 2.0)
         n = np.arange(TERMS)
         factorial = np.cumprod(np.r_[1.0, np.arange(1, TERMS)])
-        series = rows_product(self.mu[:, :TERMS], y[None, :] ** n[:, None] / factorial[:, None])
+        coefficients = y[None, :] ** n[:, None] / factorial[:, None]
         magnitude = np.abs(y)
         slack = (magnitude**TERMS / (factorial[-1] * TERMS)
                  + (BLOCK + 2 * TERMS + 8) * UNIT_ROUNDOFF) * np.exp(magnitude)
-        series += self.block_mass[:, None] * slack[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            exponents = scaled[None, :] * self.centres[:, None] + np.log(np.maximum(series, 0.0))
-        exponents = np.where(self.block_mass[:, None] > 0, exponents, -np.inf)
-        per_phase = _segment_logsumexp(exponents, self.block_starts) + _MGF_MARGIN
+        per_phase = np.empty((len(self.plds), y.size))
+        for phases, rows, local in self.phase_chunks(max(1, _CHUNK_ENTRIES // y.size)):
+            series = rows_product(self.mu[rows, :TERMS], coefficients)
+            mass = self.block_mass[rows, None]
+            series += mass * slack[None, :]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                exponents = (scaled[None, :] * self.centres[rows, None]
+                             + np.log(np.maximum(series, 0.0)))
+            exponents = np.where(mass > 0, exponents, -np.inf)
+            per_phase[phases] = _segment_logsumexp(exponents, local) + _MGF_MARGIN
         return self.steps @ (per_phase + scaled[None, :] * self.offsets[:, None])
+
+    def phase_chunks(self, blocks: int) -> list:
+        """(phases, their block rows, the phases' first rows within them) of consecutive
+        phases of about ``blocks`` blocks in all (whole phases: cache-sized temporaries for
+        the per-phase sums, which do not depend on the chunks)."""
+        key = ("_phase_chunks", blocks)
+        found = self.__dict__.get(key)
+        if found is None:
+            starts, total = self.block_starts, self.blocks.size
+            cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, blocks)),
+                                   starts.size]).tolist() if total else []
+            found = []
+            for first, last in zip(cuts[:-1], cuts[1:]):
+                begin = int(starts[first])
+                end = int(starts[last]) if last < starts.size else total
+                found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+            self.__dict__[key] = found
+        return found
 
     @property
     def phase_variance(self) -> np.ndarray:

@@ -53,6 +53,8 @@ _LONG_PI = np.longdouble("3.14159265358979323846264338327950288419716939937510")
 # The lowest frequencies get their first LONG_TERMS series terms summed in long double,
 # up to where the composed spectrum falls below _LONG_SHARE/depth (_long_count).
 _LONG_SHARE = 1e-3
+# _long_heads works on about this many (frequency, block) long doubles at a time.
+_LONG_CHUNK = 1 << 14
 # Blocks lighter than this stay in float64 (their error, ~1e3·u·1e-13, is negligible).
 _HEAVY_BLOCK = 1e-13
 # Ladder of K; the series' remainder must stay below _TRUNCATION per unit mass.
@@ -287,24 +289,26 @@ def _long_heads(batch: PhaseBatch, heavy: np.ndarray, x: np.ndarray, size: int) 
     double operations deep, inside low_spectra's long_depth (2·blocks + B + 60)."""
     assert LONG_TERMS == 3
     table_cos, table_sin = _table(size, x.size, int(batch.blocks.max()) + 1, True)
-    blocks = batch.blocks[heavy]
-    owner = batch.phase_of_block[heavy]
-    phases = len(batch.plds)
-    out = np.zeros((x.size, phases), dtype=np.clongdouble)
-    if not blocks.size:
-        return out
-    cosine, sine = table_cos[:, blocks], table_sin[:, blocks]
-    starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
-    mu = batch.mu_long[heavy]
-
-    def sums(table, n):
-        return np.add.reduceat(table * mu[:, n][None, :], starts, axis=1)
-
+    out = np.zeros((x.size, len(batch.plds)), dtype=np.clongdouble)
     xl = x.astype(np.longdouble)[:, None]
     half_square = xl * xl / 2
-    real = sums(cosine, 0) - half_square * sums(cosine, 2) - xl * sums(sine, 1)
-    imaginary = -(sums(sine, 0) - half_square * sums(sine, 2) + xl * sums(cosine, 1))
-    out[:, owner[starts]] = real + 1j * imaginary
+    # phase by phase in chunks (cache-sized long double temporaries; the sums are per phase)
+    for _, rows, _ in batch.phase_chunks(max(1, _LONG_CHUNK // max(1, x.size))):
+        chosen = heavy[rows]
+        blocks = batch.blocks[rows][chosen]
+        if not blocks.size:
+            continue
+        owner = batch.phase_of_block[rows][chosen]
+        cosine, sine = table_cos[:, blocks], table_sin[:, blocks]
+        starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
+        mu = batch.mu_long[rows][chosen]
+
+        def sums(table, n):
+            return np.add.reduceat(table * mu[:, n][None, :], starts, axis=1)
+
+        real = sums(cosine, 0) - half_square * sums(cosine, 2) - xl * sums(sine, 1)
+        imaginary = -(sums(sine, 0) - half_square * sums(sine, 2) + xl * sums(cosine, 1))
+        out[:, owner[starts]] = real + 1j * imaginary
     return out
 
 
