@@ -44,13 +44,12 @@ from dpcalc.pb.first_grid import (_MAX_STEP_POINTS, DEFAULT_GRID_STEP, TAIL_FRAC
 from dpcalc.models.schedule import MAX_STEPS
 from dpcalc.pld.compact import discretise_many
 from dpcalc.pld.fft_compose import _power, infinity_upper, read_back
-from dpcalc.pld.fft_error import (UNIT_ROUNDOFF, CompositionErrorBound, full_spectrum_weights,
-                                  input_error_terms, widened_window)
+from dpcalc.pld.fft_error import widened_window
 from dpcalc.pld.spectral_readout import SpectralTail
 from dpcalc.pld.phase_batch import PhaseBatch
-from dpcalc.pld.phase_spectra import (_DROPPED, _FOLD, _K_LADDER, BLOCK, _series_terms,
-                                      compact_input_error, dropped_bound, high_bound,
-                                      low_spectra)
+from dpcalc.pld.phase_spectra import (_DROPPED, _FOLD, _K_LADDER, BLOCK, StackedErrorBound,
+                                      _series_terms, compact_input_error, dropped_bound,
+                                      high_bound, low_spectra)
 from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER
 
 # λ tables of the windows and of the rounding slack: about the optimum of the first phase
@@ -64,12 +63,21 @@ _SLACK_POINTS = 160
 _LADDER = sorted({fourier.next_fast_len(int(1024 * 1.5**j)) for j in range(50)})
 
 
-def grid_step(phases, direction: str, half_width: float) -> float:
+def grid_step(phases, direction: str, half_width: float, spans: list | None = None) -> float:
     """The grid of this module doc: 1e-4·2^j at or below min(1e-4, one step's smallest loss
-    spread / 8), and never finer than one step's loss range in _MAX_STEP_POINTS points."""
-    single = min(pair.loss_moments(direction)[1] for pair, _ in phases)
-    widest = max(high - low for pair, _ in phases
-                 for low, high in [pair.loss_range(direction, half_width)])
+    spread / 8), and never finer than one step's loss range in _MAX_STEP_POINTS points.
+    ``spans``: (pair, spread, range width) of the phases already seen, kept by the caller
+    (extended here; entries from a pair that changed are dropped)."""
+    spans = [] if spans is None else spans
+    seen = 0
+    while seen < min(len(spans), len(phases)) and spans[seen][0] is phases[seen][0]:
+        seen += 1
+    del spans[seen:]
+    for pair, _ in phases[seen:]:
+        low, high = pair.loss_range(direction, half_width)
+        spans.append((pair, pair.loss_moments(direction)[1], high - low))
+    single = min(spread for _, spread, _ in spans)
+    widest = max(width for _, _, width in spans)
     step = max(min(DEFAULT_GRID_STEP, single / 8.0), widest / _MAX_STEP_POINTS, 1e-12)
     return DEFAULT_GRID_STEP * 2.0 ** math.floor(math.log2(step / DEFAULT_GRID_STEP) + 1e-9)
 
@@ -120,44 +128,6 @@ class _Phase:
         return self.powered[1]
 
 
-class _StackedBound(CompositionErrorBound):
-    """fft_error.CompositionErrorBound of phases whose forward errors are per coefficient
-    (phase_spectra.low_spectra), its sums over the phases taken at once: absolute() and
-    input_terms() give what the phase-by-phase add_phase would (the same terms, summed in
-    another order: the float error of that is far below the margins)."""
-
-    def __init__(self, size: int, count: int, dropped: float, steps: np.ndarray, spectra,
-                 input_errors):
-        super().__init__(size, index=np.arange(count))
-        self.dropped = dropped
-        self.steps = steps
-        self.measured = np.array([terms[0] for _, terms in spectra])
-        self.log_bounds = np.array([terms[2] for _, terms in spectra])
-        log_sizes = np.array([terms[3] for _, terms in spectra])
-        self.log_rounding = steps @ log_sizes + 2.0 * steps.size
-        self.input_errors = list(zip(input_errors, steps.astype(int).tolist()))
-
-    def absolute(self, spectrum: np.ndarray, include_inverse: bool = True) -> float:
-        size = self.size
-        weights = full_spectrum_weights(size, spectrum.size)[self.index]
-        spectrum = spectrum[self.index]
-        total_log = self.steps @ self.log_bounds
-        # Σ_i Σ_k w_k |δz_{i,k}| T_i M_{i,k}^{T_i−1} Π_{j≠i} M_{j,k}^{T_j} (fft_error item 2)
-        growth = self.steps[:, None] * np.exp(total_log[None, :] - self.log_bounds)
-        propagated = float(np.sum(weights[None, :] * self.measured * growth))
-        modulus = np.abs(spectrum)
-        rounding = 3.0 * UNIT_ROUNDOFF * float(np.sum(weights * modulus * self.log_rounding))
-        inverse = (self.relative_fft * math.sqrt(float(np.sum(weights * modulus**2))) / math.sqrt(size)
-                   if include_inverse else 0.0)
-        return (propagated + rounding) / size + inverse + 1e-300 + self.input_terms()[1] + self.dropped
-
-    def input_terms(self) -> tuple[float, float]:
-        found = self.__dict__.get("_terms")
-        if found is None:
-            found = self.__dict__["_terms"] = input_error_terms(self.input_errors)
-        return found
-
-
 class RunningBounds:
     """pb's certified ε bounds at ``delta`` for a run given as its phases (pairs with
     steps), reusing every phase already seen (module doc)."""
@@ -172,6 +142,7 @@ class RunningBounds:
         self._counts: dict[tuple, tuple] = {}  # (size, K, terms) of the last composition
         self._points = 0
         self._kept: dict[tuple, list[_Phase]] = {}  # (direction, bound) -> per phase
+        self._spans: dict[str, list] = {}  # per direction: grid_step's per-phase terms
 
     def bounds(self, phases) -> PldBounds:
         """Certified (upper, lower) ε for ``phases`` (a list of (pair, steps) whose first
@@ -210,7 +181,8 @@ class RunningBounds:
     def _prepare(self, phases, direction: str, bound: str) -> None:
         """Discretise the phases not yet kept (all of them when the grid changes); a
         direction's lower bound only once it is asked for (the leading direction's)."""
-        step = grid_step(phases, direction, self.half_width)
+        step = grid_step(phases, direction, self.half_width,
+                         self._spans.setdefault(direction, []))
         if self._steps.get(direction) != step:
             self._steps[direction] = step
             for each in (UPPER, LOWER):
@@ -302,7 +274,9 @@ class RunningBounds:
                     if n >= needed + max(64, needed // 32))
         circle = max(64, 1 << max(0, (size // _FOLD).bit_length() - 1))
         steps = [count for _, count in phases]
-        total = sum(count * phase.high_bound(circle) for count, phase in zip(steps, kept))
+        # Σ_i T_i ln M̄_i (einsum: no multi-threaded BLAS call for a (phases × circle) sum)
+        total = np.einsum("i,ij->j", np.array(steps, dtype=float),
+                          np.array([phase.high_bound(circle) for phase in kept]))
         chosen = None
         for count in _K_LADDER:
             if count > size // 2:
@@ -323,8 +297,11 @@ class RunningBounds:
             dropped = dropped_bound(total, circle, size, count)
         self._counts[(direction, bound)] = (size, count, terms)
         spectra = [phase.spectrum(size, count, terms) for phase in kept]
-        error_bound = _StackedBound(size, count, dropped, np.array(steps, dtype=float), spectra,
-                                    [phase.input_error for phase in kept])
+        error_bound = StackedErrorBound(
+            size, count, dropped, np.array(steps, dtype=float),
+            np.array([terms[0] for _, terms in spectra]),
+            np.array([terms[2] for _, terms in spectra]),
+            np.array([terms[3] for _, terms in spectra]), [phase.input_error for phase in kept])
         powered = np.array([phase.power(size, count, terms, steps_i)
                             for steps_i, phase in zip(steps, kept)])
         product = np.prod(powered, axis=0)  # in order, as fft_compose.compose multiplies

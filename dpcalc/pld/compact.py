@@ -117,18 +117,35 @@ def tail_edges(samples: np.ndarray, p_above: np.ndarray, p_below: np.ndarray, st
     ``light``; pb/direction_pass.py)."""
     if samples.size < 2:
         return np.arange(samples[0], last + 1, dtype=np.int64)
+    return _tail_edges_many(samples[None, :], p_above[None, :], p_below[None, :], step,
+                            np.array([last]), light, np.array([tilt], dtype=float), margin)[0]
+
+
+def _tail_edges_many(samples: np.ndarray, p_above: np.ndarray, p_below: np.ndarray, step: float,
+                     lasts: np.ndarray, light: float, tilts: np.ndarray, margin: float) -> list:
+    """tail_edges for many pairs at once, each with the same number of samples (rows of
+    ``samples``, ``p_above``, ``p_below``; ``lasts``, ``tilts`` per row): the same
+    element-wise operations, the rows' edges built in one flat array and split."""
     losses = samples * step
-    weight = np.where(losses >= 0.0, margin * tilt, 0.5 * tilt) * losses  # ln w(e)
+    weight = np.where(losses >= 0.0, (margin * tilts)[:, None], (0.5 * tilts)[:, None]) * losses
     with np.errstate(over="ignore", invalid="ignore"):
-        above = np.sqrt(light * np.exp(-(p_above[:-1] + weight[:-1])))
-        below = np.sqrt(light * np.exp(-(p_below[1:] + weight[1:])))
+        above = np.sqrt(light * np.exp(-(p_above[:, :-1] + weight[:, :-1])))
+        below = np.sqrt(light * np.exp(-(p_below[:, 1:] + weight[:, 1:])))
     width = np.floor(np.nan_to_num(np.minimum(np.maximum(above, below), 1e15), nan=1.0))
-    width = np.maximum(width, 1.0).astype(np.int64)
-    lengths = np.diff(samples)
-    counts = -(-lengths // width)  # buckets per stretch (the last one shorter)
-    starts = np.repeat(samples[:-1], counts)
+    width = np.maximum(width, 1.0).astype(np.int64).ravel()
+    lengths = np.diff(samples, axis=1)
+    counts = (-(-lengths.ravel() // width))  # buckets per stretch (the last one shorter)
+    starts = np.repeat(samples[:, :-1].ravel(), counts)
     offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.append(starts + offsets * np.repeat(width, counts), last)
+    inner = starts + offsets * np.repeat(width, counts)
+    per_row = counts.reshape(samples.shape[0], -1).sum(axis=1)  # edges of a row but its last
+    ends = np.cumsum(per_row + 1) - 1  # where each row's last edge goes
+    out = np.empty(inner.size + per_row.size, dtype=np.int64)
+    keep = np.ones(out.size, dtype=bool)
+    keep[ends] = False
+    out[keep] = inner
+    out[ends] = lasts
+    return np.split(out, ends[:-1] + 1)
 
 
 def _many(pairs, name: str, direction: str, grids: list) -> list:
@@ -164,17 +181,27 @@ def discretise_many(pairs, direction: str, step: float, half_width: float, bound
         firsts.append(first)
         lasts.append(max(math.ceil(high / step), first + 1))
     tops = [last + (bound == LOWER) for last in lasts]  # lower: edges to last + ½
-    samples = [np.unique(np.linspace(first, top, _CUT_SAMPLES).round().astype(np.int64))
-               if top - first >= 4 * _CUT_SAMPLES and light > 0 else np.array([first])
-               for first, top in zip(firsts, tops)]
-    sampled = [i for i, points in enumerate(samples) if points.size > 1]
-    tails = _many([pairs[i] for i in sampled], "log_tails", direction,
-                  [samples[i] * step for i in sampled]) if sampled else []
-    edges = [np.arange(first, top + 1, dtype=np.int64) for first, top in zip(firsts, tops)]
-    tilts = np.broadcast_to(np.asarray(tilt, dtype=float), (len(pairs),))
-    for i, found in zip(sampled, tails):
-        edges[i] = tail_edges(samples[i], found[0], found[1], step, tops[i], light,
-                              float(tilts[i]), margin)
+    # the tails sampled at _CUT_SAMPLES points (np.linspace's values, rounded: at least 4
+    # apart, so distinct) where a pair's grid is long enough to have light tails
+    sampled = [i for i, (first, top) in enumerate(zip(firsts, tops))
+               if top - first >= 4 * _CUT_SAMPLES and light > 0]
+    edges: list = [None] * len(pairs)
+    if sampled:
+        low = np.array([firsts[i] for i in sampled], dtype=float)
+        span = np.array([tops[i] for i in sampled], dtype=float) - low
+        samples = np.arange(_CUT_SAMPLES) * (span / (_CUT_SAMPLES - 1))[:, None] + low[:, None]
+        samples[:, -1] = low + span
+        samples = samples.round().astype(np.int64)
+        found = _many([pairs[i] for i in sampled], "log_tails", direction, list(samples * step))
+        tilts = np.broadcast_to(np.asarray(tilt, dtype=float), (len(pairs),))[sampled]
+        for i, edge in zip(sampled, _tail_edges_many(
+                samples, np.array([tails[0] for tails in found]),
+                np.array([tails[1] for tails in found]), step,
+                np.array([tops[i] for i in sampled]), light, tilts, margin)):
+            edges[i] = edge
+    for i, (first, top) in enumerate(zip(firsts, tops)):
+        if edges[i] is None:
+            edges[i] = np.arange(first, top + 1, dtype=np.int64)
     shift = 0.5 if bound == LOWER else 0.0
     grids = [(edge - shift) * step for edge in edges]
     plds = []

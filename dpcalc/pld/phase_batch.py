@@ -48,6 +48,26 @@ _MGF_MARGIN = 1e-12
 _SMALL_ERROR = 0.005
 _REACH = 1.0
 _ROUNDING_ORDER = 14
+# The block moments are summed over chunks of about this many entries (cache-sized).
+_CHUNK_ENTRIES = 1 << 15
+
+
+# OpenBLAS multiplies on every core above ~2^18 multiply-adds, and its idle threads spin: a
+# tall (blocks × 14) by (14 × 5) product cost 20× the CPU time of the same product in row
+# chunks under it on a shared 2-core machine (measured: 24 ms against 0.6 ms).
+_SINGLE_THREAD_WORK = 1 << 17
+
+
+def rows_product(left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """left @ right for a tall ``left`` (rows × k) and a small ``right`` (k × m), in row
+    chunks small enough for one BLAS thread (the same sums, row by row)."""
+    rows = max(1, _SINGLE_THREAD_WORK // max(1, left.shape[1] * right.shape[1]))
+    if left.shape[0] <= rows:
+        return left @ right
+    out = np.empty((left.shape[0], right.shape[1]), dtype=np.result_type(left, right))
+    for start in range(0, left.shape[0], rows):
+        np.matmul(left[start:start + rows], right, out=out[start:start + rows])
+    return out
 
 
 def _segment_logsumexp(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -92,27 +112,51 @@ class PhaseBatch:
         self.mu = np.empty((starts.size, 0))
         self._power = self.values.copy()  # values·tⁿ for the next n
         self.ensure_terms(TERMS)
-        long_power = self.values.astype(np.longdouble)
         self.mu_long = np.empty((starts.size, LONG_TERMS), dtype=np.longdouble)
-        for n in range(LONG_TERMS):
-            self.mu_long[:, n] = np.add.reduceat(long_power, starts)
-            long_power = long_power * self._t
+        for rows, entries, local in self._chunks():
+            long_power = self.values[entries].astype(np.longdouble)
+            long_t = self._t[entries].astype(np.longdouble)  # exact (t has a few bits)
+            for n in range(LONG_TERMS):
+                self.mu_long[rows, n] = np.add.reduceat(long_power, local)
+                if n + 1 < LONG_TERMS:
+                    long_power *= long_t
         self.block_mass = self.mu[:, 0].copy()
+
+    def _chunks(self) -> list:
+        """(block rows, entries, the rows' first entries within the chunk) of consecutive
+        blocks of about _CHUNK_ENTRIES entries: the moments' sums per chunk, whose
+        temporaries stay in cache (each block's sum is the same whatever the chunks)."""
+        found = self.__dict__.get("_chunk_list")
+        if found is None:
+            starts, total = self._starts, self.index.size
+            cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, _CHUNK_ENTRIES)),
+                                   starts.size]).tolist() if total else []
+            found = []
+            for first, last in zip(cuts[:-1], cuts[1:]):
+                begin = int(starts[first])
+                end = int(starts[last]) if last < starts.size else total
+                found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+            self.__dict__["_chunk_list"] = found
+        return found
 
     def ensure_terms(self, terms: int) -> None:
         """Block moments up to tⁿ, n < ``terms`` (more are computed on demand)."""
         have = self.mu.shape[1]
         if terms <= have:
             return
-        extra = np.empty((self.mu.shape[0], terms - have))
-        for column in range(terms - have):
-            extra[:, column] = np.add.reduceat(self._power, self._starts) if self._power.size else 0.0
-            self._power *= self._t
+        extra = np.zeros((self.mu.shape[0], terms - have))
+        for rows, entries, local in self._chunks():
+            power, t = self._power[entries], self._t[entries]  # views: the powers advance
+            for column in range(terms - have):
+                extra[rows, column] = np.add.reduceat(power, local)
+                power *= t
         self.mu = np.concatenate([self.mu, extra], axis=1)
 
     def phase_blocks(self, phase: int) -> slice:
         """The rows of the block arrays that belong to ``phase``."""
-        ends = np.r_[self.block_starts[1:], self.blocks.size]
+        ends = self.__dict__.get("_block_ends")
+        if ends is None:
+            ends = self.__dict__["_block_ends"] = np.r_[self.block_starts[1:], self.blocks.size]
         return slice(int(self.block_starts[phase]), int(ends[phase]))
 
     # ------------------------------------------------------------------ cumulants
@@ -137,16 +181,39 @@ class PhaseBatch:
         y = scaled * (BLOCK / 2.0)
         n = np.arange(TERMS)
         factorial = np.cumprod(np.r_[1.0, np.arange(1, TERMS)])
-        series = self.mu[:, :TERMS] @ (y[None, :] ** n[:, None] / factorial[:, None])  # (blocks, λ)
+        coefficients = y[None, :] ** n[:, None] / factorial[:, None]
         magnitude = np.abs(y)
         slack = (magnitude**TERMS / (factorial[-1] * TERMS)
                  + (BLOCK + 2 * TERMS + 8) * UNIT_ROUNDOFF) * np.exp(magnitude)
-        series += self.block_mass[:, None] * slack[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            exponents = scaled[None, :] * self.centres[:, None] + np.log(np.maximum(series, 0.0))
-        exponents = np.where(self.block_mass[:, None] > 0, exponents, -np.inf)
-        per_phase = _segment_logsumexp(exponents, self.block_starts) + _MGF_MARGIN
+        per_phase = np.empty((len(self.plds), y.size))
+        for phases, rows, local in self.phase_chunks(max(1, _CHUNK_ENTRIES // y.size)):
+            series = rows_product(self.mu[rows, :TERMS], coefficients)
+            mass = self.block_mass[rows, None]
+            series += mass * slack[None, :]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                exponents = (scaled[None, :] * self.centres[rows, None]
+                             + np.log(np.maximum(series, 0.0)))
+            exponents = np.where(mass > 0, exponents, -np.inf)
+            per_phase[phases] = _segment_logsumexp(exponents, local) + _MGF_MARGIN
         return self.steps @ (per_phase + scaled[None, :] * self.offsets[:, None])
+
+    def phase_chunks(self, blocks: int) -> list:
+        """(phases, their block rows, the phases' first rows within them) of consecutive
+        phases of about ``blocks`` blocks in all (whole phases: cache-sized temporaries for
+        the per-phase sums, which do not depend on the chunks)."""
+        key = ("_phase_chunks", blocks)
+        found = self.__dict__.get(key)
+        if found is None:
+            starts, total = self.block_starts, self.blocks.size
+            cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, blocks)),
+                                   starts.size]).tolist() if total else []
+            found = []
+            for first, last in zip(cuts[:-1], cuts[1:]):
+                begin = int(starts[first])
+                end = int(starts[last]) if last < starts.size else total
+                found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+            self.__dict__[key] = found
+        return found
 
     @property
     def phase_variance(self) -> np.ndarray:
@@ -195,14 +262,27 @@ class _RoundingSums:
         self.count = len(plds)
         self.cut = _SMALL_ERROR * step
         small = np.abs(error) <= self.cut
-        owner, weights, values = self.phase[small], mass[small], error[small]
         n = _ROUNDING_ORDER
         self.sums = np.empty((n + 2, self.count))
-        power = weights.copy()
-        for k in range(n + 1):
-            self.sums[k] = np.bincount(owner, weights=power, minlength=self.count)
-            power *= values
-        self.sums[n + 1] = np.bincount(owner, weights=np.abs(power), minlength=self.count)
+        # every phase's buckets are contiguous: its sums are a reduceat over them, the
+        # buckets not small entering as exact zeros (the same sums, in the same order)
+        self.sums[:] = 0.0
+        filled = np.flatnonzero(sizes > 0)
+        starts = (np.cumsum(sizes) - sizes)[filled]
+        # phase by phase in chunks of about _CHUNK_ENTRIES buckets (cache-sized temporaries)
+        cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, mass.size, _CHUNK_ENTRIES)),
+                               starts.size]).tolist() if mass.size else []
+        for first, last in zip(cuts[:-1], cuts[1:]):
+            begin = int(starts[first])
+            end = int(starts[last]) if last < starts.size else mass.size
+            local, rows = starts[first:last] - begin, filled[first:last]
+            chosen = small[begin:end]
+            power = np.where(chosen, mass[begin:end], 0.0)
+            values = np.where(chosen, error[begin:end], 0.0)
+            for k in range(n + 1):
+                self.sums[k, rows] = np.add.reduceat(power, local)
+                power *= values
+            self.sums[n + 1, rows] = np.add.reduceat(np.abs(power, out=power), local)
         # float error of the sums: ≤ γ_m Σ|terms| (m the most buckets of a phase)
         largest = int(np.max(sizes)) if sizes.size else 0
         self.slack = 2.0 * (largest + n + 4) * UNIT_ROUNDOFF
@@ -217,9 +297,10 @@ class _RoundingSums:
         near = np.abs(lambdas) * self.cut <= _REACH
         if np.any(near):
             out[:, near] = self._near(lambdas[near])
-        for column in np.flatnonzero(~near):
-            out[:, column] = self._direct(lambdas[column], np.ones(self.error.size, dtype=bool),
-                                          np.full(self.count, -np.inf))
+        if not np.all(near):
+            far = lambdas[~near]
+            out[:, ~near] = self._direct(far, np.ones(self.error.size, dtype=bool),
+                                         np.full((self.count, far.size), -np.inf))
         return out + _MGF_MARGIN
 
     def _near(self, lambdas: np.ndarray) -> np.ndarray:
@@ -232,30 +313,33 @@ class _RoundingSums:
                    + self.slack * math.exp(_REACH) * self.sums[0][:, None])
         with np.errstate(divide="ignore"):
             log_series = np.log(np.maximum(series, 0.0))
-        large = ~self.small
-        if self.count == 1 and np.any(large):  # one phase: all λ at once
-            exponents = self.log_mass[large][:, None] + self.error[large][:, None] * lambdas[None, :]
-            top = np.maximum(exponents.max(axis=0), log_series[0])
-            safe = np.where(np.isfinite(top), top, 0.0)
-            total = np.exp(exponents - safe).sum(axis=0) + np.exp(log_series[0] - safe)
-            with np.errstate(divide="ignore"):
-                return (safe + np.log(total))[None, :]
-        return np.column_stack([self._direct(lam, large, log_series[:, column])
-                                for column, lam in enumerate(lambdas.tolist())])
+        return self._direct(lambdas, ~self.small, log_series)
 
-    def _direct(self, lam: float, chosen: np.ndarray, log_series: np.ndarray) -> np.ndarray:
-        """ln(e^{log_series} + Σ_{chosen} m e^{λE}) per phase."""
-        if not np.any(chosen):
-            return log_series
+    def _direct(self, lambdas: np.ndarray, chosen: np.ndarray, log_series: np.ndarray
+                ) -> np.ndarray:
+        """(phases, λ): ln(e^{log_series} + Σ_{chosen} m e^{λE}) per phase, all λ at once
+        (the chosen buckets of a phase are contiguous: segment sums, in column chunks)."""
         owner = self.phase[chosen]
-        exponents = self.log_mass[chosen] + lam * self.error[chosen]
-        top = log_series.copy()
-        np.maximum.at(top, owner, exponents)
-        safe = np.where(np.isfinite(top), top, 0.0)
-        total = (np.bincount(owner, weights=np.exp(exponents - safe[owner]), minlength=self.count)
-                 + np.exp(log_series - safe))
-        with np.errstate(divide="ignore"):
-            return safe + np.log(total)
+        if not owner.size:
+            return log_series
+        starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
+        present = owner[starts]
+        counts = np.diff(np.r_[starts, owner.size])
+        log_mass, error = self.log_mass[chosen][:, None], self.error[chosen][:, None]
+        out = np.array(log_series, dtype=float, copy=True)
+        width = max(1, (1 << 15) // owner.size)  # temporaries that stay in cache
+        for first in range(0, lambdas.size, width):
+            columns = slice(first, first + width)
+            exponents = log_mass + error * lambdas[None, columns]
+            top = out[:, columns].copy()
+            top[present] = np.maximum(top[present], np.maximum.reduceat(exponents, starts, axis=0))
+            safe = np.where(np.isfinite(top), top, 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                total = np.exp(out[:, columns] - safe)
+                total[present] += np.add.reduceat(
+                    np.exp(exponents - np.repeat(safe[present], counts, axis=0)), starts, axis=0)
+                out[:, columns] = safe + np.log(total)
+        return out
 
 
 class PhasePlds(list):

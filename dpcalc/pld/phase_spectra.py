@@ -39,9 +39,10 @@ import numpy as np
 
 from dpcalc.numerics import fourier
 from dpcalc.pld.compact import CompactPld
-from dpcalc.pld.fft_compose import _power, _window, compose, infinity_upper, read_back
+from dpcalc.pld.fft_compose import _window, compose, infinity_upper, read_back
 from dpcalc.pld.fft_error import (SMALL_ENTRY, UNDERFLOWED, UNIT_ROUNDOFF, CompositionErrorBound,
-                                  InputError, entry_relative_error, fft_relative_error)
+                                  InputError, entry_relative_error, fft_relative_error,
+                                  full_spectrum_weights, input_error_terms)
 from dpcalc.pld.phase_batch import BLOCK, LONG_TERMS, MAX_TERMS, PhaseBatch, PhasePlds
 from dpcalc.pld.pld import MAX_FFT_POINTS, ComposedPld, GridTooLarge
 
@@ -52,6 +53,8 @@ _LONG_PI = np.longdouble("3.14159265358979323846264338327950288419716939937510")
 # The lowest frequencies get their first LONG_TERMS series terms summed in long double,
 # up to where the composed spectrum falls below _LONG_SHARE/depth (_long_count).
 _LONG_SHARE = 1e-3
+# _long_heads works on about this many (frequency, block) long doubles at a time.
+_LONG_CHUNK = 1 << 14
 # Blocks lighter than this stay in float64 (their error, ~1e3·u·1e-13, is negligible).
 _HEAVY_BLOCK = 1e-13
 # Ladder of K; the series' remainder must stay below _TRUNCATION per unit mass.
@@ -82,6 +85,87 @@ def compact_input_error(pld: CompactPld) -> InputError:
         worst = entry_relative_error(746.0, pld.entry_error)
         small = worst * float(np.sum(values[~large])) + UNDERFLOWED * rest
     return InputError(relative / (1.0 - relative), small, float(values.sum()))
+
+
+def compact_input_errors(batch: PhaseBatch) -> list[InputError]:
+    """compact_input_error of every phase of ``batch``, from its entries at once."""
+    values, starts = batch.values, batch.entry_starts
+    large = values >= SMALL_ENTRY
+    smallest = np.minimum.reduceat(np.where(large, values, np.inf), starts)
+    counted = np.add.reduceat(large.astype(np.int64), starts)
+    small_mass = np.add.reduceat(np.where(large, 0.0, values), starts)
+    out = []
+    for pld, low, count, small, mass in zip(batch.plds, smallest.tolist(), counted.tolist(),
+                                            small_mass.tolist(), batch.mass.tolist()):
+        low = low if math.isfinite(low) else 1.0
+        relative = entry_relative_error(max(0.0, -math.log(low)), pld.entry_error)
+        rest = pld.size - count
+        absolute = 0.0
+        if rest:
+            worst = entry_relative_error(746.0, pld.entry_error)
+            absolute = worst * small + UNDERFLOWED * rest
+        out.append(InputError(relative / (1.0 - relative), absolute, mass))
+    return out
+
+
+def spectrum_terms(values: np.ndarray, errors: np.ndarray):
+    """(ln M, the size of ln ẑ) per coefficient (fft_error.CompositionErrorBound.phase_terms,
+    element-wise: any shape) of spectra ``values`` within ``errors`` of the exact ones."""
+    modulus = np.abs(values)
+    with np.errstate(divide="ignore"):
+        log_bound = np.log(np.maximum(modulus, np.minimum(1.0, modulus + errors)))
+        log_modulus = np.log(modulus)
+    log_size = np.sqrt(np.where(np.isfinite(log_modulus), log_modulus, 0.0) ** 2
+                       + np.angle(values) ** 2)
+    return log_bound, log_size
+
+
+def stacked_power(values: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """fft_compose._power of every row of ``values`` by its ``steps`` (the same element-wise
+    power, the entries that underflow anyway left at 0)."""
+    exponents = np.asarray(steps, dtype=np.int64)[:, None]
+    with np.errstate(divide="ignore"):
+        log_modulus = 0.5 * np.log(values.real**2 + values.imag**2)
+    alive = (exponents * log_modulus > -745.0) | (exponents == 1)
+    return np.power(values, exponents, out=np.zeros_like(values), where=alive)
+
+
+class StackedErrorBound(CompositionErrorBound):
+    """fft_error.CompositionErrorBound of phases whose forward errors are per coefficient
+    (low_spectra: ``measured``, no L2 part), its sums over the phases taken at once:
+    absolute() and input_terms() give what add_phase phase by phase would (the same terms,
+    summed in another order: the float error of that is far below the margins)."""
+
+    def __init__(self, size: int, count: int, dropped: float, steps: np.ndarray,
+                 measured: np.ndarray, log_bounds: np.ndarray, log_sizes: np.ndarray,
+                 input_errors):
+        super().__init__(size, index=np.arange(count))
+        self.dropped = dropped
+        self.steps = np.asarray(steps, dtype=float)
+        self.measured, self.log_bounds = measured, log_bounds
+        self.log_rounding = self.steps @ log_sizes + 2.0 * self.steps.size
+        self.input_errors = list(zip(input_errors, self.steps.astype(int).tolist()))
+
+    def absolute(self, spectrum: np.ndarray, include_inverse: bool = True) -> float:
+        size = self.size
+        weights = full_spectrum_weights(size, spectrum.size)[self.index]
+        spectrum = spectrum[self.index]
+        total_log = self.steps @ self.log_bounds
+        # Σ_i Σ_k w_k |δz_{i,k}| T_i M_{i,k}^{T_i−1} Π_{j≠i} M_{j,k}^{T_j} (fft_error item 2)
+        growth = self.steps[:, None] * np.exp(total_log[None, :] - self.log_bounds)
+        propagated = float(np.sum(weights[None, :] * self.measured * growth))
+        modulus = np.abs(spectrum)
+        rounding = 3.0 * UNIT_ROUNDOFF * float(np.sum(weights * modulus * self.log_rounding))
+        inverse = (self.relative_fft * math.sqrt(float(np.sum(weights * modulus**2)))
+                   / math.sqrt(size) if include_inverse else 0.0)
+        return ((propagated + rounding) / size + inverse + 1e-300 + self.input_terms()[1]
+                + self.dropped)
+
+    def input_terms(self) -> tuple[float, float]:
+        found = self.__dict__.get("_terms")
+        if found is None:
+            found = self.__dict__["_terms"] = input_error_terms(self.input_errors)
+        return found
 
 
 def _series_terms(reach: float) -> int | None:
@@ -194,27 +278,37 @@ def _long_count(values: np.ndarray, steps: np.ndarray, depth: float) -> int:
 
 def _long_heads(batch: PhaseBatch, heavy: np.ndarray, x: np.ndarray, size: int) -> np.ndarray:
     """(k, phase): Σ_β e^{−iθ_k c_β} Σ_{n<LONG_TERMS} (−i x_k)ⁿ/n!·μ_{β,n} in long double,
-    over the ``heavy`` blocks."""
+    over the ``heavy`` blocks.
+
+    With LONG_TERMS = 3, Σ_n (−i x)ⁿ/n!·μ_n = A − iB (A = μ_0 − x²μ_2/2, B = xμ_1) and
+    (cos − i sin)(A − iB) = (cos A − sin B) − i(sin A + cos B): the six sums
+    C_n = Σ_β cos(θc_β)μ_{β,n}, S_n = Σ_β sin(θc_β)μ_{β,n} per phase (one long double
+    product and one sum over the phase's blocks each), then
+    real = C_0 − (x²/2)C_2 − xS_1, imaginary = −(S_0 − (x²/2)S_2 + xC_1). Each entry is the
+    same sum of the same products as term by term, regrouped: at most blocks + 8 long
+    double operations deep, inside low_spectra's long_depth (2·blocks + B + 60)."""
+    assert LONG_TERMS == 3
     table_cos, table_sin = _table(size, x.size, int(batch.blocks.max()) + 1, True)
-    blocks = batch.blocks[heavy]
-    cosine, sine = table_cos[:, blocks], table_sin[:, blocks]
+    out = np.zeros((x.size, len(batch.plds)), dtype=np.clongdouble)
     xl = x.astype(np.longdouble)[:, None]
-    real = np.zeros((x.size, blocks.size), dtype=np.longdouble)
-    imaginary = np.zeros_like(real)
-    for n in range(LONG_TERMS):
-        mu = batch.mu_long[heavy, n][None, :]
-        re, im = cosine * mu, -(sine * mu)
-        scale = xl**n / math.factorial(n)
-        rotated = {0: (re, im), 1: (im, -re), 2: (-re, -im), 3: (-im, re)}[n % 4]
-        real += scale * rotated[0]
-        imaginary += scale * rotated[1]
-    owner = batch.phase_of_block[heavy]
-    phases = len(batch.plds)
-    out = np.zeros((x.size, phases), dtype=np.clongdouble)
-    if blocks.size:
+    half_square = xl * xl / 2
+    # phase by phase in chunks (cache-sized long double temporaries; the sums are per phase)
+    for _, rows, _ in batch.phase_chunks(max(1, _LONG_CHUNK // max(1, x.size))):
+        chosen = heavy[rows]
+        blocks = batch.blocks[rows][chosen]
+        if not blocks.size:
+            continue
+        owner = batch.phase_of_block[rows][chosen]
+        cosine, sine = table_cos[:, blocks], table_sin[:, blocks]
         starts = np.flatnonzero(np.r_[True, np.diff(owner) != 0])
-        out[:, owner[starts]] = (np.add.reduceat(real, starts, axis=1)
-                                 + 1j * np.add.reduceat(imaginary, starts, axis=1))
+        mu = batch.mu_long[rows][chosen]
+
+        def sums(table, n):
+            return np.add.reduceat(table * mu[:, n][None, :], starts, axis=1)
+
+        real = sums(cosine, 0) - half_square * sums(cosine, 2) - xl * sums(sine, 1)
+        imaginary = -(sums(sine, 0) - half_square * sums(sine, 2) + xl * sums(cosine, 1))
+        out[:, owner[starts]] = real + 1j * imaginary
     return out
 
 
@@ -271,21 +365,12 @@ def compose_many(plds_with_steps, tail_mass: float, max_points: int = MAX_FFT_PO
         return compose(plds_with_steps, tail_mass, max_points, inverse_budget=inverse_budget)
     count, terms, dropped = found
     values, errors = low_spectra(batch, size, count, terms)
-    error_bound = CompositionErrorBound(size, index=np.arange(count))
-    error_bound.dropped = dropped
-    product = None
+    log_bounds, log_sizes = spectrum_terms(values, errors)
+    error_bound = StackedErrorBound(size, count, dropped, batch.steps, errors, log_bounds,
+                                    log_sizes, compact_input_errors(batch))
+    product = np.prod(stacked_power(values, batch.steps), axis=0)  # in order, as compose does
     log_finite_mass = 0.0
-    for pld, steps, value, error in zip(batch.plds, batch.steps.astype(int).tolist(), values, errors):
-        modulus = np.abs(value)
-        with np.errstate(divide="ignore"):
-            log_bound = np.log(np.maximum(modulus, np.minimum(1.0, modulus + error)))
-            log_modulus = np.log(modulus)
-        log_size = np.sqrt(np.where(np.isfinite(log_modulus), log_modulus, 0.0) ** 2
-                           + np.angle(value) ** 2)
-        error_bound.add_phase(None, None, steps, compact_input_error(pld),
-                              (error, 0.0, log_bound, log_size))
-        powered = _power(value, steps)
-        product = powered if product is None else product * powered
+    for pld, steps in zip(batch.plds, batch.steps.astype(int).tolist()):
         infinity = infinity_upper(pld)
         log_finite_mass += steps * math.log1p(-infinity) if infinity < 1 else -math.inf
     spectrum = np.zeros(size // 2 + 1, dtype=complex)
