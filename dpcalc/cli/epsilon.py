@@ -55,7 +55,8 @@ def epsilon_command(
     with waiting(f"epsilon: composing {run_size(run.schedule, names)}"):
         results = epsilon_results(names, run.schedule, target_delta, tolerance=tolerance)
         pb = next((result for result in results if result.accountant == "pb"), None)
-        found = ([] if pb is None else
+        # plain output prints the bare numbers only: no price line to compute
+        found = ([] if pb is None or output_format == OutputFormat.plain else
                  alternatives(given, run, target_delta, pb, tolerance))
     price = [price_line(run, pb, found)] if found else []
     report = Report(
