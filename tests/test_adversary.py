@@ -169,6 +169,8 @@ def test_brute_force_lower_bound_stays_below_the_exact_gaussian_divergence(sigma
 # --- epoch samplers: every permutation (shuffle) or allocation (balls-in-bins) enumerated --
 from tests.brute_force import epoch_hockey_stick_lower, epoch_mixture  # noqa: E402
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 EPOCH_CASES = [  # (sampling, adjacency, N, B, epochs)
     ("shuffle", "zero-out", 4, 2, 1), ("shuffle", "zero-out", 4, 2, 2),
     ("shuffle", "replace-one", 4, 2, 1), ("shuffle", "zero-out", 3, 1, 1),

@@ -14,6 +14,8 @@ from dpcalc.audit import (AuditSettings, finish_one_run, monte_carlo_audit, one_
 from dpcalc.dpsgd import TrainingConfig, make_synthetic_task, split_and_standardise, train_dp_sgd
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 
 _CERTIFIED: dict = {}
 SIGMAS = [0.5, 0.7, 1.0, 1.5]

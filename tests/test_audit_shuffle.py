@@ -19,6 +19,8 @@ from dpcalc.dpsgd import TrainingConfig, train_dp_sgd
 from dpcalc.dpsgd.train import placed_epoch_batches
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 
 def _pb(result):
     return get_accountant("pb", tolerance=0.05).epsilon(

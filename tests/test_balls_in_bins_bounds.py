@@ -47,6 +47,8 @@ from dpcalc.allocation.recursive import RecursiveBound
 from dpcalc.models.schedule import Phase, Schedule
 from tests.brute_force import epoch_hockey_stick_lower, epoch_mixture
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 DELTA = 1e-5
 WITHIN = 1.05  # printed bound ≤ this × the package's best valid one
 

@@ -40,6 +40,8 @@ from scipy.special import gammaln, logsumexp
 from dpcalc.accountants.allocation_rdp import REMOVE_ORDERS, rdp_curves
 from dpcalc.allocation.add_rdp import add_rdp, jensen_add_rdp
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 

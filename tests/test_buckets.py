@@ -131,6 +131,7 @@ def test_short_fft_window_does_not_under_report():
     (0.01, 4.0, 10_000), (MNIST := 256 / 60000, 1.1, 14_063), (0.04, 1.5, 2_250),
     (0.1, 2.0, 500), (0.001, 0.9, 50_000), (0.5, 3.0, 30), (0.001, 0.8, 300_000),
 ])
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_agrees_with_dp_accounting_connect_the_dots(q, sigma, steps):
     pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     reference = pld.from_gaussian_mechanism(
@@ -152,6 +153,7 @@ def test_agrees_with_dp_accounting_connect_the_dots(q, sigma, steps):
 
 
 @pytest.mark.parametrize("q,sigma,steps", [(0.01, 4.0, 10_000), (0.04, 1.5, 2_250), (0.2, 5.0, 200)])
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_intervals_overlap_prv_accountant(q, sigma, steps):
     prv = pytest.importorskip("prv_accountant")
     accountant = prv.Accountant(noise_multiplier=sigma, sampling_probability=q, delta=1e-5,
@@ -188,12 +190,14 @@ EXTREMES = [(s, q, t, d) for s in (0.3, 100.0) for q in (1e-6, 1.0) for t in (1,
 
 
 @pytest.mark.parametrize("sigma,q,steps,delta", EXTREMES)
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_no_nan_inf_or_hang_at_the_extremes(sigma, q, steps, delta):
     result = pb(q, sigma, steps, delta)
     assert math.isfinite(result.epsilon) and math.isfinite(result.epsilon_lower)
     assert 0.0 <= result.epsilon_lower <= result.epsilon
 
 
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_memory_stays_under_one_gib_at_the_worst_extreme():
     tracemalloc.start()
     try:

@@ -19,6 +19,8 @@ from dpcalc.pld.jump_step import COARSE_POINTS, CoarseTooLarge, SplitGrids, spli
 from dpcalc.pld.pld import UPPER
 from tests.memory_probe import PEAK_LIMIT, measure_dpcalc, measure_python, random_invocation
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 
 def test_a_jump_grid_beyond_the_coarse_window_is_refused_before_it_is_built():
     # q = 1e-8, σ = 0.1: one step's loss reaches ~332; at a coarse step of 1e-6 its jump grid

@@ -106,6 +106,7 @@ def test_risk_calibration_refuses_epoch_samplers_in_one_line(target):
     ("balls-in-bins", "add-remove", "0.7", "3", "1e-5"),
     ("balls-in-bins", "zero-out", "2", "1", "1e-6"),
 ])
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_delta_for_epoch_samplers_inverts_epsilon(sampling, adjacency, sigma, epochs, delta):
     """Regression (review): `dpcalc delta --sampling shuffle|balls-in-bins` exited 2 (it
     asked for a dominating pair per step) although other commands' errors recommend it. At

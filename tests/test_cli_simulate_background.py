@@ -122,6 +122,8 @@ BLAS_PROBE = """
 import os, sys
 {before}
 from dpcalc.cli.blas_threads import single_blas_thread
+
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
 print(single_blas_thread(), os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS"))
 """
 

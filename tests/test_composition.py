@@ -26,6 +26,8 @@ from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.models.subsampling import amplify_poisson
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 STRONG = StrongCompositionAccountant()
 NAIVE = NaiveCompositionAccountant()
 

@@ -13,6 +13,8 @@ from dpcalc.accountants.registry import accountant_names, get_accountant
 from dpcalc.accountants.result import EpsilonResult
 from dpcalc.models.schedule import Phase, Schedule
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 RUNS = {"abadi": (0.01, 4.0, 10_000), "mnist-1k": (0.004, 1.1, 1_000), "q-half": (0.5, 20.0, 50)}
 MODELS = sorted(ALL_MODELS)
 

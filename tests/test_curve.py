@@ -20,6 +20,8 @@ from dpcalc.cli.app import app
 from dpcalc.pld.chernoff import rounding_slack
 from typer.testing import CliRunner
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 
 def _pair(q, sigma, sampling="poisson", adjacency="add-remove"):
     return schedule_phases(Schedule.single(q, sigma, 1, sampling, adjacency))[0][0]

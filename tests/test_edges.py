@@ -21,6 +21,8 @@ from dpcalc.accountants.rdp_accountants import RdpAccountant
 from dpcalc.models.schedule import Schedule
 from tests.edge_references import counting_lower, dp_accounting_epsilon, edge_points
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 RDP_SLACK = 1e-9
 
 # (q, σ, T, δ, largest allowed gap). Grid points i = 2, 7, 16, 31 of the benchmark

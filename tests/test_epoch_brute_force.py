@@ -23,6 +23,8 @@ import brute_force as bf
 from dpcalc.accountants.epoch_samplers import epoch_delta_bounds
 from dpcalc.models.schedule import Phase
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 EPSILONS = np.array([0.0, 0.5, 1.0, 2.0])
 SIGMA = 1.0
 

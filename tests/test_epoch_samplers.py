@@ -281,6 +281,7 @@ def test_max_statistic_cells_are_a_post_processing_of_the_gaussian():
     (512, 50_000, 5, 8.0, 1e-6, "add-remove"),
     (64, 6_400, 2, 1.0, 1e-5, "add-remove"),
 ])
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_sigma_for_balls_in_bins_is_tight_against_its_certified_upper_bound(
         batch_size, dataset_size, epochs, target, delta, adjacency):
     """Regression (review): sigma calibrated balls-in-bins against the no-amplification

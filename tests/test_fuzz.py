@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from dpcalc.cli.app import app, main
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 # A valid, cheap run of each command; the fuzzer replaces or adds options.
 BASE = {
     "epsilon": {"--q": "0.01", "--sigma": "2", "--steps": "100"},

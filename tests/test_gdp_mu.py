@@ -26,6 +26,8 @@ from dpcalc.risk import bounds as risk_bounds_module
 from dpcalc.risk import gdp_mu as risk
 from dpcalc.models.schedule import Schedule
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 FPRS = (1e-3, 1e-2, 0.1, 0.5)
 
 

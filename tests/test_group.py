@@ -30,6 +30,8 @@ from dpcalc.models.schedule import Schedule
 from dpcalc.models.subsampling import hypergeometric_weights
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 
 def setting(k, sigma, steps, sampling="poisson", **sizes):
     return GroupSetting(k, sizes.get("batch_size", 256), sizes.get("dataset_size", 60_000),

@@ -12,6 +12,8 @@ import pytest
 from dpcalc.cli.app import main
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 MNIST = ["--batch-size", "256", "--dataset-size", "60000"]
 TINY = ["--samples", "60", "--features", "2", "--classes", "2", "--epochs", "1", "--batch-size", "20"]
 

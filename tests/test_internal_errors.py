@@ -172,6 +172,7 @@ def test_every_command_reports_its_failed_answer_as_70(argv):
 
 
 # --- §2: the cases the robustness run found ---------------------------------------------------
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_a_huge_epsilon_is_a_number_not_na():
     """q = 0.001, σ = 0.05, 1e8 steps: the tilted pass's float-error bound overflowed
     (OverflowError, printed as a certified n/a). Oracle: the bounds bracket each other and
@@ -293,6 +294,7 @@ def test_simulate_k_for_a_sampler_without_a_group_pair_is_one_line():
     assert completed.stderr.startswith("dpcalc: error: --k (group privacy) needs --sampling")
 
 
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_group_pb_at_a_tiny_delta_is_finite_and_equals_epsilon():
     """δ = 1e-300: pb's own composition cannot certify (float round-off): its upper bound was
     a bare inf in `group` while `epsilon` reports rdp's certified bound. Both now report the

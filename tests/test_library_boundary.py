@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 import dpcalc
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 NAN = float("nan")
 INF = float("inf")
 HUGE = 10**400  # no float holds it: float(HUGE) raises OverflowError

@@ -25,6 +25,8 @@ from dpcalc.accountants.registry import get_accountant
 from dpcalc.models.schedule import Schedule
 from dpcalc.cli.output.render import show_lower, show_upper
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 PB = get_accountant("pb")
 
 # (q, σ, T): ten configurations, small q to q = 0.5, few to many steps

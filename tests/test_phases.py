@@ -87,6 +87,7 @@ def _check_parity(seeds, most, monkeypatch, costly: int = 6) -> None:
 
 
 @pytest.mark.parametrize("first", range(0, 30, 5))
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_many_phases_give_the_phase_by_phase_digits(first, monkeypatch):
     """30 seeded runs (6 × 5) of 2–200 phases over every per-step sampler and adjacency
     (short, wide-noise phases: the old path's cost keeps the 30 at ~1 min of CPU): the
@@ -116,6 +117,7 @@ def _dp_accounting_epsilon(schedule: Schedule, pessimistic: bool) -> float:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_both_bounds_bracket_dp_accountings_composition(seed):
     """Poisson, add/remove, 3–25 distinct phases: dp_accounting's pessimistic (connect-the-
     dots) ε ≥ our certified lower bound, its optimistic one ≤ our certified upper bound."""

@@ -38,6 +38,8 @@ from dpcalc.cli.app import app
 from tests.brute_force import epoch_hockey_stick_lower, epoch_mixture
 from tests.conftest import cli_runner, run_dpcalc
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 runner = cli_runner()
 FPRS = (1e-6, 1e-3, 1e-2, 0.1, 0.5)
 GRID = np.geomspace(1e-10, 0.999, 120)

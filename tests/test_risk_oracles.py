@@ -18,6 +18,8 @@ from dpcalc.pb.buckets import delta_bounds, schedule_phases
 from dpcalc.risk.bounds import risk_bounds
 from dpcalc.models.schedule import Schedule
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 FPRS = (1e-3, 1e-2, 0.1)
 
 

@@ -12,6 +12,8 @@ from dpcalc.risk.tradeoff import tpr_upper
 from dpcalc.risk.calibration import risk_sigma
 from dpcalc.models.schedule import Schedule
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 FPR = 1e-2

@@ -28,6 +28,8 @@ from dpcalc.pld.pld import UPPER
 from dpcalc.accountants.registry import get_accountant
 from dpcalc.models.schedule import Schedule
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 RDP = get_accountant("rdp")
 FAST = 1 << 16  # no refinement beyond the first grid
 

@@ -18,6 +18,8 @@ from dpcalc.accountants.rdp_accountants import RdpAccountant
 from dpcalc.models.schedule import Schedule
 from dpcalc.pld.tilt import tilt_onto
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 # issue 13's small-q point, and a cheaper one of the same regime
 SMALL_Q = [(1e-6, 0.3, 10_000_000, 1e-12), (3e-6, 0.35, 3_000_000, 1e-11)]
 

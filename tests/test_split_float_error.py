@@ -15,6 +15,8 @@ from dpcalc.numerics.log_masses import bucket_masses as _bucket_masses
 from dpcalc.pld.discretise import _loss_error, centred_rounding
 from dpcalc.models.mixture import GaussianMixturePair
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 
 def _normal_mass(low, high, centre, sigma):
     a, b = (low - centre) / sigma, (high - centre) / sigma

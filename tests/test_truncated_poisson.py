@@ -25,6 +25,8 @@ from dpcalc.models.worst_case import MIXTURE_FAMILY, worst_case
 from dpcalc.cli.app import app
 from tests.conftest import cli_runner, run_dpcalc
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 runner = cli_runner()
 DELTA = 1e-5
 

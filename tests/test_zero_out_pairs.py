@@ -26,6 +26,8 @@ from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.models.zero_out_pairs import DisplacedNullPair, fixed_zero_out_pair
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
+
 SETTINGS = [(0.01, 1.0), (0.1, 2.0), (0.3, 0.7), (256 / 60_000, 1.1), (0.5, 4.0)]
 
 

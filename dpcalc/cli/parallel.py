@@ -98,11 +98,17 @@ class _PoolMap:
             executor.shutdown(wait=True, cancel_futures=True)
             return
         processes = list((getattr(executor, "_processes", None) or {}).values())
+        manager = getattr(executor, "_executor_manager_thread", None)
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             process.terminate()
         for process in processes:
             process.join(timeout=2.0)
+        # Let the pool's manager thread finish closing its wake-up pipe before the exit
+        # handler writes to it: Python 3.11's concurrent.futures races there and prints
+        # "Exception ignored … Bad file descriptor" after Ctrl-C.
+        if manager is not None:
+            manager.join(timeout=2.0)
 
 
 @contextmanager
