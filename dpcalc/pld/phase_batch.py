@@ -128,14 +128,7 @@ class PhaseBatch:
         temporaries stay in cache (each block's sum is the same whatever the chunks)."""
         found = self.__dict__.get("_chunk_list")
         if found is None:
-            starts, total = self._starts, self.index.size
-            cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, _CHUNK_ENTRIES)),
-                                   starts.size]).tolist() if total else []
-            found = []
-            for first, last in zip(cuts[:-1], cuts[1:]):
-                begin = int(starts[first])
-                end = int(starts[last]) if last < starts.size else total
-                found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+            found = _contiguous_chunks(self._starts, self.index.size, _CHUNK_ENTRIES)
             self.__dict__["_chunk_list"] = found
         return found
 
@@ -204,14 +197,7 @@ class PhaseBatch:
         key = ("_phase_chunks", blocks)
         found = self.__dict__.get(key)
         if found is None:
-            starts, total = self.block_starts, self.blocks.size
-            cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, blocks)),
-                                   starts.size]).tolist() if total else []
-            found = []
-            for first, last in zip(cuts[:-1], cuts[1:]):
-                begin = int(starts[first])
-                end = int(starts[last]) if last < starts.size else total
-                found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+            found = _contiguous_chunks(self.block_starts, self.blocks.size, blocks)
             self.__dict__[key] = found
         return found
 
@@ -352,3 +338,19 @@ class PhasePlds(list):
         if found is None:
             found = self.__dict__["_batch"] = PhaseBatch(self)
         return found
+
+
+def _contiguous_chunks(starts: np.ndarray, total: int, size: int) -> list:
+    """(groups, their entries, the groups' first entries within the chunk) of consecutive
+    groups (starting at ``starts`` in ``total`` entries) of about ``size`` entries each,
+    never splitting a group."""
+    if not total:
+        return []
+    cuts = np.unique(np.r_[np.searchsorted(starts, np.arange(0, total, size)),
+                           starts.size]).tolist()
+    found = []
+    for first, last in zip(cuts[:-1], cuts[1:]):
+        begin = int(starts[first])
+        end = int(starts[last]) if last < starts.size else total
+        found.append((slice(first, last), slice(begin, end), starts[first:last] - begin))
+    return found
