@@ -16,6 +16,8 @@ from dpcalc.cli.simulate.accounting import (LIVE_ACCOUNTANTS, PB_TOLERANCE, Live
                                             epsilon_for_steps)
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # background threads and BLAS settings in subprocesses: `python -m pytest -m deep`
+
 Q, SIGMA, DELTA = 64 / 2400, 1.1, 1e-6
 ENDS = (38, 75, 113)  # three epochs of ceil(2400/64) steps, the last one the total
 
@@ -123,7 +125,6 @@ import os, sys
 {before}
 from dpcalc.cli.blas_threads import single_blas_thread
 
-pytestmark = pytest.mark.deep  # oracle sweeps: `python -m pytest -m deep` (CI runs them)
 print(single_blas_thread(), os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("MKL_NUM_THREADS"))
 """
 

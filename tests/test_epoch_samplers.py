@@ -28,6 +28,8 @@ from dpcalc.models.mixture import GaussianMixturePair
 from dpcalc.accountants.registry import get_accountant
 from dpcalc.models.schedule import Phase, Schedule
 
+pytestmark = pytest.mark.deep  # oracle sweeps (Chua et al.'s released values): `python -m pytest -m deep`
+
 PB = get_accountant("pb")
 
 # (σ, b steps per epoch, δ) → the one-epoch shuffle lower bound of Chua et al.'s released
@@ -281,7 +283,6 @@ def test_max_statistic_cells_are_a_post_processing_of_the_gaussian():
     (512, 50_000, 5, 8.0, 1e-6, "add-remove"),
     (64, 6_400, 2, 1.0, 1e-5, "add-remove"),
 ])
-@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_sigma_for_balls_in_bins_is_tight_against_its_certified_upper_bound(
         batch_size, dataset_size, epochs, target, delta, adjacency):
     """Regression (review): sigma calibrated balls-in-bins against the no-amplification

@@ -104,6 +104,7 @@ def _document(name: str) -> dict:
     return json.loads(_output(name))
 
 
+@pytest.mark.deep  # thirty real commands (CI: python -m pytest -m deep)
 @pytest.mark.parametrize("name", list(CASES))
 def test_every_command_validates(name, validator):
     document = _document(name)
