@@ -23,6 +23,8 @@ from dpcalc.accountants.registry import accountant_names, get_accountant
 from dpcalc.models.schedule import Phase, Schedule
 from dpcalc.errors import DpcalcError
 
+pytestmark = pytest.mark.deep  # published calibrations and oracle inverses: `python -m pytest -m deep`
+
 
 def epsilon_of(name: str, q: float, sigma: float, steps: int, delta: float = 1e-5) -> float:
     """The named accountant's ε at its default settings (a fresh, independent run)."""
@@ -185,7 +187,6 @@ def test_abadi_setting_calibration_and_work():
     assert result.result.epsilon_lower <= result.epsilon <= 1.0
 
 
-@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_pb_sigma_is_safe_for_prv_accountant():
     """Oracle: the true ε at our σ lies in prv_accountant's [lower, upper]; our certified ε
     there is ≤ the target, so prv's lower bound must be too, and its upper bound near it."""
@@ -283,7 +284,6 @@ def test_gdp_mu_formula_and_composition():
         1e-5, rel=1e-6)
 
 
-@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_pb_sigma_is_tight_at_small_q_and_tiny_delta():
     """Regression: searching on pb's first grid only, where that grid is far off (small q,
     tiny δ: float round-off of the plain composition), returned σ = 1.348 here, whose
@@ -352,7 +352,6 @@ def test_bracketing_stand_in_classifies_only_and_keeps_the_answer_safe(scale, po
         assert all(kind == "accountant" for kind, _ in events[direct[0]:])
 
 
-@pytest.mark.deep  # an oracle sweep (CI: python -m pytest -m deep)
 def test_pb_sigma_brackets_far_guesses_cheaply_at_small_q_and_tiny_delta(monkeypatch):
     """issue 15: `sigma --epsilon 1 --q 1e-6 --steps 1e7 --delta 1e-12` spent most of its 6.8 s
     on the two far bracket guesses (GDP σ 0.36: ε ≈ 10; RDP σ 0.96: ε ≈ 0.03), each through

@@ -297,6 +297,7 @@ def test_default_task_keeps_utility_at_default_sigma_and_loses_it_at_sigma_8():
 
 # ---------------------------------------------------------------- group privacy (--k)
 
+@pytest.mark.deep  # an oracle comparison (CI: python -m pytest -m deep)
 def test_group_of_one_is_the_final_epsilon_and_a_group_of_two_matches_dp_accounting():
     single = _invoke_json(*SMALL, "--k", "1")
     assert single["group"]["k"] == 1 and single["inputs"]["k"] == 1

@@ -206,6 +206,7 @@ def test_data_generation_and_split_are_seeded():
 
 # ---------------------------------------------------------------- utility vs privacy
 
+@pytest.mark.deep  # an oracle comparison (CI: python -m pytest -m deep)
 def test_default_task_dp_keeps_utility_at_sigma_1_and_loses_it_at_sigma_8():
     # Default task and default config, seeds 0..4. Measured on seeds 0..9 while tuning:
     # σ=1 reaches 0.99-1.03 of the baseline, σ=8 0.54-0.66 (mean 0.61).
