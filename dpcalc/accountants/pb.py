@@ -20,6 +20,7 @@ from dpcalc.accountants.result import EpsilonResult, interval_text, upper_text
 from dpcalc.models.samplers import EPOCH_MODELS, NEAREST_WHY
 from dpcalc.models.schedule import Schedule
 from dpcalc.models.lower_instances import INSTANCE_NOTES, displaced_run, lower_instance
+from dpcalc.models.subsampling import participation_bound
 from dpcalc.models.worst_case import worst_case
 from dpcalc.params import check_nonnegative, check_positive
 
@@ -52,6 +53,18 @@ def _explicit_runs(schedule: Schedule, found) -> list:
     where its batches are mostly cut."""
     displaced = displaced_run(schedule)
     return [found[0]] if displaced is None else [found[0], displaced]
+
+
+def drawn_probability(schedule: Schedule) -> float:
+    """A certified bound on δ(ε) at every ε ≥ 0 for a pair schedule: the probability that
+    the record is drawn at all (models.subsampling.participation_bound; every step pair's
+    total variation is at most its sampling rate)."""
+    return participation_bound((phase.sampling_rate, phase.steps) for phase in schedule.phases)
+
+
+def _never_drawn_note(drawn: float, delta: float) -> str:
+    return (f"ε = 0 certified: the record is drawn in at least one step with probability "
+            f"≤ {drawn:.6g} ≤ δ = {delta:g}, which bounds δ(ε) at every ε ≥ 0")
 
 
 def _gap_note(upper: float, lower: float, tolerance: float, converged: bool,
@@ -141,6 +154,9 @@ class PrivacyBucketsAccountant(Accountant):
     def _epsilon(self, schedule: Schedule, delta: float) -> EpsilonResult:
         if is_epoch_schedule(schedule):
             return self._epoch_epsilon(schedule, delta)
+        drawn = drawn_probability(schedule)
+        if drawn <= delta:  # no composition needed (and pb's grids would be huge at tiny σ)
+            return self._never_drawn_result(drawn, delta)
         # The tightest certificate in hand is the answer (issue 16): rdp is cheap, and where
         # pb's numeric bound is looser (tiny δ, float round-off) rdp's upper bound is reported.
         rdp = rdp_hint(schedule, delta)
@@ -156,12 +172,26 @@ class PrivacyBucketsAccountant(Accountant):
                 direction: (upper, 0.0) for direction, (upper, _) in bounds.by_direction.items()})
         return self._result(bounds, rdp, _model_notes(schedule))
 
+    def _never_drawn_result(self, drawn: float, delta: float) -> EpsilonResult:
+        return EpsilonResult(accountant=self.name, epsilon=0.0, certified=True, epsilon_lower=0.0,
+                             notes=(_never_drawn_note(drawn, delta),),
+                             details={"upper_source": "participation",
+                                      "participation_probability": drawn})
+
     def _epsilon_curve(self, step, counts: list[int], delta: float) -> list[EpsilonResult]:
         """ε over step counts from one transform per direction (curve.py); epoch samplers
-        and a fixed --grid-step point by point."""
+        and a fixed --grid-step point by point; counts whose record is drawn with
+        probability ≤ δ are ε = 0 (drawn_probability)."""
         from dpcalc.pb.curve import epsilon_curve
         from dpcalc.accountants.rdp_accountants import RdpAccountant
 
+        if not is_epoch_schedule(Schedule((step,))):
+            drawn = [drawn_probability(Schedule((replace(step, steps=count),))) for count in counts]
+            if any(value <= delta for value in drawn):
+                rest = [count for count, value in zip(counts, drawn) if value > delta]
+                found = iter(self._epsilon_curve(step, rest, delta) if rest else [])
+                return [self._never_drawn_result(value, delta) if value <= delta else next(found)
+                        for value in drawn]
         if (self.grid_step is not None or is_epoch_schedule(Schedule((step,)))
                 or lower_instance(Schedule((step,))) is not None):
             return super()._epsilon_curve(step, counts, delta)
@@ -214,7 +244,8 @@ class PrivacyBucketsAccountant(Accountant):
     def _delta(self, schedule: Schedule, epsilon: float) -> float:
         if is_epoch_schedule(schedule):
             return epoch_delta_upper(schedule.phases[0], epsilon)
-        return delta_bounds(schedule_phases(schedule), epsilon, self.grid_step).upper
+        return min(delta_bounds(schedule_phases(schedule), epsilon, self.grid_step).upper,
+                   drawn_probability(schedule))
 
     def delta_bounds(self, schedule: Schedule, epsilon: float
                      ) -> tuple[float, float, tuple[str, ...], dict]:
@@ -229,10 +260,17 @@ class PrivacyBucketsAccountant(Accountant):
                 "upper_source": bounds.upper_source,
                 "delta_poisson_not_applicable": bounds.poisson_delta}
         bounds = delta_bounds(schedule_phases(schedule), epsilon, self.grid_step)
+        upper, lower, notes, details = bounds.upper, bounds.lower, (), {}
         found = lower_instance(schedule)
-        if found is None:
-            return bounds.upper, bounds.lower, (), {}
-        lower = max(delta_bounds(run, epsilon, self.grid_step).lower
-                    for run in _explicit_runs(schedule, found))
-        check_consistent(bounds.upper, lower, "δ (explicit run)")
-        return bounds.upper, lower, found[1], {}
+        if found is not None:
+            lower = max(delta_bounds(run, epsilon, self.grid_step).lower
+                        for run in _explicit_runs(schedule, found))
+            check_consistent(upper, lower, "δ (explicit run)")
+            notes = found[1]
+        drawn = drawn_probability(schedule)
+        if drawn < upper:  # the record is rarely drawn: that probability bounds δ(ε)
+            check_consistent(drawn, lower, "δ (participation bound)")
+            upper, details = drawn, {"upper_source": "participation"}
+            notes += (f"upper bound: the record is drawn in at least one step with probability "
+                      f"≤ {drawn:.6g}, which bounds δ(ε) at every ε ≥ 0",)
+        return upper, lower, notes, details

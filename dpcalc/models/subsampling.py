@@ -4,6 +4,7 @@
 - :func:`poisson_weights`: how many of k protected records a Poisson batch holds.
 - :func:`hypergeometric_weights`: the same for a fixed-size batch drawn without
   replacement (seed 000: batch of B out of N).
+- :func:`participation_bound`: how likely a run's composed pairs are to differ at all.
 All in log space; no scipy.stats.
 """
 from __future__ import annotations
@@ -41,6 +42,30 @@ def amplify_poisson(epsilon: float, delta: float, sampling_rate: float) -> tuple
         # ln(1 − q + q e^ε) = ε + ln(q + (1 − q) e^{−ε}): no overflow for large ε.
         amplified_epsilon = epsilon + math.log(sampling_rate + (1.0 - sampling_rate) * math.exp(-epsilon))
     return min(amplified_epsilon, epsilon), amplified_delta
+
+
+def participation_bound(rates_and_steps) -> float:
+    """An upper bound on δ(ε) at every ε ≥ 0 for the composition of per-step pairs whose
+    total variation is at most r_i, T_i steps each: 1 − ∏ (1 − r_i)^{T_i}.
+
+    Why: a pair (P, Q) at total variation r is a post-processing of the three-point pair
+    ((1−r)·c + r·a, (1−r)·c + r·b) (write P = (1−r)R + rA, Q = (1−r)R + rB with A ⊥ B and
+    map c ↦ R, a ↦ A, b ↦ B), and domination survives adaptive composition (Dong, Roth,
+    Su 2022, §3: composition of trade-off functions), so the run is dominated by the
+    composed three-point pairs, whose hockey-stick
+    divergence at e^ε ≥ 1 is P(some step shows a) = 1 − ∏(1 − r_i)^{T_i}. Every DP-SGD
+    step pair of dpcalc.models.worst_case is (1 − r)·N(0) + r·(…) against (1 − r)·N(0) +
+    r·(…), r its sampling rate (the record's inclusion probability): its total variation
+    is ≤ r. So when the record is drawn with probability ≤ δ over the whole run, ε = 0 is
+    certified. Rounded up (a relative 1e-9 above the float value).
+    """
+    log_never = 0.0  # ln ∏ (1 − r_i)^{T_i}
+    for rate, steps in rates_and_steps:
+        rate = _check_unit_interval(rate, "sampling_rate")
+        if rate == 1.0:
+            return 1.0
+        log_never += float(steps) * math.log1p(-rate)
+    return min(1.0, -math.expm1(log_never) * (1.0 + 1e-9))
 
 
 def poisson_weights(k: int, sampling_rate: float) -> np.ndarray:
