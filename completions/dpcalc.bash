@@ -107,9 +107,10 @@ _dpcalc() {
                 --plot) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --plot-kind) COMPREPLY=($(compgen -W "compositions k distributions all" -- "$cur")); return ;;
                 --max-epsilon) return ;;
+                --max-sweep-points) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
             ;;
         pipelines)
             case "$prev" in

@@ -212,6 +212,19 @@ def test_k_figure_draws_the_certified_pb_bounds(tmp_path, monkeypatch):
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--method", ","], "--method must name"),
     (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--plot", "out.txt"], "--plot FILE must end in .png or .svg"),
     (["--k", "2", *MNIST, "--steps", "10", "--target-epsilon", "0"], "--target-epsilon must be > 0"),
+    # issue 30 §3: a k sweep beyond the documented size is refused, saying how to raise it
+    (["--k", "1:64", *MNIST, "--sigma", "1", "--steps", "1000"],
+     "--k sweeps 64 values with pb: 64 slow points (about 0.5-3 s each) exceed the limit "
+     "--max-sweep-points 32; give fewer --k values, --method without pb, or --max-sweep-points 64"),
+    (["--k", "1:20", *MNIST, "--sigma", "1", "--steps", "10", "-m", "all"],
+     "--k sweeps 20 values with pb, seed: 40 slow points"),
+    (["--k", "1:33", *MNIST, "--steps", "10", "--target-epsilon", "3"],
+     "33 values with pb calibrations: 33 slow points (about 0.5-3 s each) exceed the limit "
+     "--max-sweep-points 32; give fewer --k values, or --max-sweep-points 33"),
+    (["--k", "1:4", *MNIST, "--sigma", "1", "--steps", "10", "--max-sweep-points", "3"],
+     "exceed the limit --max-sweep-points 3"),
+    (["--k", "2", *MNIST, "--sigma", "1", "--steps", "10", "--max-sweep-points", "0"],
+     "--max-sweep-points must be a whole number from 1 to 320"),
 ])
 def test_bad_input_exits_2_with_one_line(args, message):
     completed = run_dpcalc("group", *args)
@@ -221,6 +234,16 @@ def test_bad_input_exits_2_with_one_line(args, message):
     assert lines[0].startswith("dpcalc: error: ")
     assert message in lines[0]
     assert completed.stdout == ""
+
+
+def test_the_sweep_limit_counts_slow_methods_only_and_can_be_raised():
+    fast = invoke_json("group", "--k", "1:64", "--batch-size", "64", "--dataset-size", "60000",
+                       "--sigma", "1", "--steps", "1000", "-m", "rdp-overapprox")
+    assert [r["k"] for r in fast["results"]] == list(range(1, 65))
+    raised = invoke_json("group", "--k", "1:3", *MNIST, "--sigma", "1", "--steps", "10",
+                         "-m", "pb", "--max-sweep-points", "3")
+    assert [r["k"] for r in raised["results"]] == [1, 2, 3]
+    assert all(r["epsilon_lower"] <= r["epsilon"] for r in raised["results"])
 
 
 def test_unreachable_target_names_the_flag():

@@ -317,6 +317,18 @@ def test_calibrated_sigma_meets_the_target_and_is_nearly_smallest():
     assert pb_epsilon(each.with_sigma(found.sigma * (1 - 3e-3)), 1e-5).epsilon > 2.0
 
 
+def test_calibration_at_k_64_searches_the_pruned_pair_and_stays_nearly_smallest():
+    """The search's pair drops the components lighter than 1e-15·δ/T into a +∞ atom (a
+    dominating pair: its upper bound is certified); it found σ in 37 s at k = 64, now ~1 s.
+    The σ must still be certified by the full pair and within a few precisions of the
+    smallest: the full pair's pb ε exceeds the target 1% below it."""
+    each = GroupSetting(64, 64, 60_000, 1.0, 1000)
+    found = calibrate_group_sigma(each, 3.0, 1e-5, precision=1e-3)
+    assert found.result.epsilon <= 3.0
+    assert pb_epsilon(each.with_sigma(found.sigma), 1e-5).epsilon <= 3.0
+    assert pb_epsilon(each.with_sigma(found.sigma * 0.99), 1e-5).epsilon_lower > 3.0
+
+
 def test_huge_dataset_and_tiny_or_huge_noise_give_finite_answers():
     big = GroupSetting(2, 1000, 10**9, 1.0, 10**5)
     pb = pb_epsilon(big, 1e-5)

@@ -102,6 +102,7 @@ complete -c dpcalc -n '__fish_seen_subcommand_from group' -l tolerance -x -d 'pb
 complete -c dpcalc -n '__fish_seen_subcommand_from group' -l plot -r -F -d 'Also draw a figure (.png or .svg; needs matplotlib, pip install dpcalc-privacy[plot]); which one: --plot-kind.'
 complete -c dpcalc -n '__fish_seen_subcommand_from group' -l plot-kind -x -a 'compositions k distributions all' -d 'With --plot (default compositions): compositions: ε over 2^0…2^16 steps per k and method; k: pb ε over k for σ, 2σ, 4σ at --steps; distributions: the worst-case densities A and B for the largest k; all: the three, as FILEs stem + -compositions, -k, -distributions.'
 complete -c dpcalc -n '__fish_seen_subcommand_from group' -l max-epsilon -x -d 'Budget gate: exit 1 if the reported ε (first accountant; every row of it) exceeds this. JSON adds budget.'
+complete -c dpcalc -n '__fish_seen_subcommand_from group' -l max-sweep-points -x -d 'The most k values × slow methods (pb, seed) a run may compute (default 32, each ~0.5-3 s); more is refused (exit 2) unless this raises the limit.'
 complete -c dpcalc -n '__fish_seen_subcommand_from group' -l format -s f -x -a 'table json plain' -d 'Output: table, json or plain (bare numbers).'
 complete -c dpcalc -n '__fish_seen_subcommand_from group' -l debug -d 'On an internal error (exit 70: a bug, not your input), print the traceback (also: DPCALC_DEBUG=1).'
 complete -c dpcalc -n '__fish_seen_subcommand_from group' -l help -s h -d 'Show help and exit.'

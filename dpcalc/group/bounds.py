@@ -27,7 +27,7 @@ import numpy as np
 from dpcalc.pb.buckets import DEFAULT_TOLERANCE, epsilon_bounds
 from dpcalc.group.pairs import (DEFAULT_METHODS, GROUP_CONVERSION, METHODS, PB, RDP_GROUP,
                                 RDP_OVERAPPROX, SEED, GroupSetting, mixture_specs,
-                                overapprox_parameters, pb_epsilon, seed_epsilon)
+                                overapprox_parameters, pb_epsilon, prune_level, seed_epsilon)
 from dpcalc.pb.profiles import UpperProfile, upper_profiles
 from dpcalc.accountants.rdp import rdp_subsampled_gaussian
 from dpcalc.accountants.rdp_accountants import step_rdp
@@ -342,8 +342,11 @@ def calibrate_group_sigma(setting: GroupSetting, target_epsilon: float, delta: f
         if each.adjacency != ADD_REMOVE:
             return epsilon_bounds([(worst_case(each.record_phase()).pair, each.steps)], delta,
                                   _SEARCH_TOLERANCE, coarse_start=True).upper
-        return max(epsilon_bounds([(spec.pair(), each.steps)], delta, _SEARCH_TOLERANCE,
-                                  coarse_start=True).upper
+        # the pruned pair (top components lighter than 1e-15·δ/T moved to a +∞ atom)
+        # dominates the true one, so its upper bound is certified; at k = 64 it keeps ~12
+        # of 65 components (37 s → a few s per calibration)
+        return max(epsilon_bounds([(spec.pair(prune_level(delta, each.steps)), each.steps)],
+                                  delta, _SEARCH_TOLERANCE, coarse_start=True).upper
                    for spec in mixture_specs(each))
 
     high_guess = None

@@ -134,7 +134,7 @@ class MixtureSpec:
         return GaussianMixturePair(self.weights, self.noise_multiplier / self.shift, prune)
 
 
-def _prune_level(delta: float, steps: int) -> float:
+def prune_level(delta: float, steps: int) -> float:
     """Top mixture components lighter than this add at most 1e-15·δ to δ over the run."""
     return 1e-15 * delta / steps
 
@@ -219,7 +219,7 @@ def _max_bounds(spec_list: list[MixtureSpec], steps: int, delta: float, toleranc
     """(bounds with the largest upper, largest lower) over the mixtures."""
     # k = 1 must equal `dpcalc epsilon` digit for digit: only groups start coarse
     group = spec_list[0].weights.size > 2
-    found = [epsilon_bounds([(spec.pair(_prune_level(delta, steps)), steps)], delta, tolerance,
+    found = [epsilon_bounds([(spec.pair(prune_level(delta, steps)), steps)], delta, tolerance,
                             coarse_start=group)
              for spec in spec_list]
     top = max(found, key=lambda bounds: bounds.upper)

@@ -33,6 +33,11 @@ _METHODS = ("pb", "seed", "rdp-overapprox", "group-conversion", "rdp-group")
 _DEFAULT_METHODS = ("pb", "rdp-overapprox", "group-conversion", "rdp-group")
 # pb composes one mixture per k: beyond this many k·steps the command would take minutes.
 _PB_WORK_LIMIT = 2e7
+# A k sweep computes at most this many slow points (k values × pb/seed; ~0.5-3 s each on
+# this 2-core machine, ~1 minute in all) unless --max-sweep-points raises it (issue 30 §3:
+# --k 1:64 at 1000 steps ran ~90 s with no stated size).
+_SLOW_METHODS = ("pb", "seed")
+_SLOW_K_POINTS = 32
 _HYPERGEOMETRIC_NOTE = ("--sampling hypergeometric now means fixed-size batches with the "
                         "certified analysis (a protected record displaces another: shift 2j); "
                         "the shift-j pair (an absent record leaves its slot empty) is --method seed")
@@ -65,6 +70,11 @@ METHOD = typer.Option(None, "--method", "-m", metavar="NAME",
 TARGET_EPSILON = typer.Option(None, *opt.TARGET_EPSILON_NAMES, "-e", metavar="FLOAT",
                               help="Instead of --sigma: the smallest σ whose certified pb ε for k "
                                    "records is ≤ this (one σ per k).")
+MAX_SWEEP_POINTS = typer.Option(
+    None, "--max-sweep-points", metavar="INT",
+    help=f"The most k values × slow methods ({', '.join(_SLOW_METHODS)}) a run may compute "
+         f"(default {_SLOW_K_POINTS}, each ~0.5-3 s); more is refused (exit 2) unless this "
+         "raises the limit.")
 PLOT = typer.Option(None, "--plot", metavar="FILE",
                     help="Also draw a figure (.png or .svg; needs matplotlib, pip install "
                          "'dpcalc-privacy\\[plot]'); which one: --plot-kind.")
@@ -240,6 +250,23 @@ def _epsilon_report(setting, k_values: list[int], delta: float, names: list[str]
                   footnotes=_footnotes(records, setting.model), input_labels=INPUT_LABELS)
 
 
+def _check_sweep_work(k_values: list[int], names: list[str], limit_text,
+                      calibrating: bool = False) -> None:
+    """Refuse more than --max-sweep-points (default _SLOW_K_POINTS) k values × slow
+    methods (--target-epsilon: one pb calibration per k), in one line naming the limit
+    and the value that runs it."""
+    limit = (_SLOW_K_POINTS if limit_text is None
+             else check_count(limit_text, "--max-sweep-points", maximum=_MAX_K * len(_METHODS)))
+    slow = ["pb calibrations"] if calibrating else [name for name in names if name in _SLOW_METHODS]
+    work = len(k_values) * len(slow)
+    if work > limit:
+        other = "" if calibrating else f"--method without {'/'.join(slow)}, "
+        raise DpcalcError(f"--k sweeps {len(k_values)} values with {', '.join(slow)}: {work} slow "
+                          f"points (about 0.5-3 s each) exceed the limit --max-sweep-points "
+                          f"{limit}; give fewer --k values, {other}or --max-sweep-points {work} "
+                          "to run it")
+
+
 # --------------------------------------------------------------------------- command
 def group_command(
     k: Optional[str] = K_OPTION,
@@ -257,6 +284,7 @@ def group_command(
     plot: Optional[str] = PLOT,
     plot_kind: Optional[PlotKind] = PLOT_KIND,
     max_epsilon: Optional[str] = opt.MAX_EPSILON,
+    max_sweep_points: Optional[str] = MAX_SWEEP_POINTS,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
     """ε for k protected records (group privacy) in DP-SGD with batches of B out of N.
@@ -314,6 +342,7 @@ def group_command(
         raise DpcalcError(f"--k with {len(k_values)} values at {step_count} steps exceeds pb's work "
                           f"limit (k values × steps ≤ {_PB_WORK_LIMIT:.0e}): give fewer --k values "
                           "or fewer --steps, or --method rdp-overapprox,group-conversion,rdp-group")
+    _check_sweep_work(k_values, names, max_sweep_points, calibrating=target is not None)
     opt.warn_plot_only(plot, plot_kind=plot_kind)
     paths = _plot_paths(plot, plot_kind or PlotKind.compositions) if plot is not None else {}
     setting = group.GroupSetting(k_values[0], batch, dataset, noise, step_count, model_sampling,
