@@ -11,7 +11,7 @@
    Poisson figure and pb's certified shuffle interval, b = 100 batches at σ = 0.7 and b = 10 at
    σ = 1, one epoch, δ = 1e-2, a few seeds.
 4. The Monte Carlo audit's cost per run and per DP-SGD step, at 4 steps per run (the README
-   example) and 313 (the default task): the basis of its size limit (MAX_MONTE_CARLO_STEPS
+   example) and 313 (the default task): the basis of its size limit (DEFAULT_AUDIT_STEPS
    steps in all, refused beyond with exit 2) and of the SECONDS_PER_STEP the refusal quotes.
 
 The one-run audit against its ceiling: benchmarks/bench_one_run_audit.py.
@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from dpcalc import Schedule, get_accountant  # noqa: E402
 from dpcalc.audit import AuditSettings, monte_carlo_audit  # noqa: E402
-from dpcalc.audit.monte_carlo import MAX_MONTE_CARLO_STEPS, SECONDS_PER_STEP  # noqa: E402
+from dpcalc.audit.experiment import DEFAULT_AUDIT_STEPS  # noqa: E402
+from dpcalc.audit.monte_carlo import SECONDS_PER_STEP  # noqa: E402
 from dpcalc.dpsgd import TrainingConfig  # noqa: E402
 
 TARGET_SECONDS = 30.0
@@ -118,7 +119,7 @@ def main(repeats: int = 3, runs: int = 10_000) -> None:
             print(f"  b {batches} sigma {sigma:g} seed {seed}: empirical eps >= {empirical:.3f} "
                   f"(95%), Poisson figure {poisson:.3f} ({empirical / poisson:.1f}x), certified "
                   f"[{lower:.3f}, {upper:.3f}] ({seconds:.1f} s)")
-    print(f"Monte Carlo cost (limit {MAX_MONTE_CARLO_STEPS} steps in all, quoted at "
+    print(f"Monte Carlo cost (limit {DEFAULT_AUDIT_STEPS} steps in all, quoted at "
           f"{1e3 * SECONDS_PER_STEP[0]:.1f}-{1e3 * SECONDS_PER_STEP[1]:.1f} ms per step):")
     for n_train, batch_size, epochs, count in ((200, 100, 2, 1000), (16_000, 256, 5, 40)):
         per_run, per_step, steps = cost_per_step(n_train, batch_size, epochs, count)

@@ -153,14 +153,32 @@ def test_shuffled_one_run_audit_places_canaries_and_says_so(capsys):
 
 
 def test_the_monte_carlo_refusal_names_the_limit_and_the_ways_out(capsys):
-    """Past 1 000 000 DP-SGD steps in all the audit is refused before training, in one line."""
-    code, out, err = _run(capsys, *SMALL[:-2], "--epochs", "60", "--audit-runs", "100000")
+    """Past 200 000 DP-SGD steps in all (--max-audit-steps) the audit is refused before
+    training, in one line saying how to raise the limit; past 1e7 it cannot be raised."""
+    code, out, err = _run(capsys, *SMALL, "--audit-runs", "100000")
     assert code == 2 and out == ""
     line = err.strip()
     assert "\n" not in line and line.startswith("dpcalc: error: --audit-runs 100000 needs 100000 "
-                                                "runs x 120 steps = 12000000 DP-SGD steps; a "
-                                                "Monte Carlo audit runs at most 1000000 (about 5-22 min)")
-    assert "give --audit-runs 8333 or fewer, fewer --epochs, or the one-run audit (--audit)" in line
+                                                "runs x 4 steps = 400000 DP-SGD steps; a "
+                                                "Monte Carlo audit runs at most 200000 (about 1-4.3 min)")
+    assert line.endswith("give --audit-runs 50000 or fewer, fewer --epochs, the one-run audit "
+                         "(--audit), or --max-audit-steps 400000 to run it")
+    code, out, err = _run(capsys, *SMALL[:-2], "--epochs", "60", "--audit-runs", "100000",
+                          "--max-audit-steps", "10000000")
+    assert code == 2 and out == ""
+    assert "12000000 DP-SGD steps; a Monte Carlo audit runs at most 10000000" in err
+    assert err.strip().endswith("(--max-audit-steps raises the limit up to 10000000)")
+
+
+def test_max_audit_steps_lowers_or_raises_the_limit_and_needs_audit_runs(capsys):
+    code, _, err = _run(capsys, *SMALL, "--audit-runs", "20", "--max-audit-steps", "79")
+    assert code == 2 and "20 runs x 4 steps = 80 DP-SGD steps; a Monte Carlo audit runs at most 79" in err
+    code, out, err = _run(capsys, *SMALL, "--audit-runs", "20", "--max-audit-steps", "80",
+                          "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["audit"]["runs"] == 20
+    code, _, err = _run(capsys, *SMALL, "--max-audit-steps", "100")
+    assert code == 2 and "--max-audit-steps limits a Monte Carlo audit; give --audit-runs too" in err
 
 
 def test_run_clock_says_once_how_long_the_rest_takes():

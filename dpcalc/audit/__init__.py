@@ -16,12 +16,11 @@ from dpcalc.audit.bounds import (clopper_pearson_upper, epsilon_from_error_rates
                                  monte_carlo_ceiling, one_run_bound, one_run_ceiling,
                                  one_run_epsilon_lower, one_run_p_value)
 from dpcalc.audit.dirac import THREAT_MODELS
-from dpcalc.audit.experiment import (AUDIT_MODES, AuditResult, AuditSettings, Verdict,
+from dpcalc.audit.experiment import (AUDIT_MODES, DEFAULT_AUDIT_STEPS, MAX_AUDIT_STEPS, AuditResult, AuditSettings, Verdict,
                                      check_auditable, finish_one_run, one_run_canaries, verdict)
-from dpcalc.audit.monte_carlo import (MAX_MONTE_CARLO_STEPS, check_monte_carlo_size,
-                                      monte_carlo_audit)
+from dpcalc.audit.monte_carlo import check_monte_carlo_size, monte_carlo_audit
 
-__all__ = ["AUDIT_MODES", "AuditResult", "AuditSettings", "MAX_MONTE_CARLO_STEPS",
+__all__ = ["AUDIT_MODES", "AuditResult", "AuditSettings", "DEFAULT_AUDIT_STEPS", "MAX_AUDIT_STEPS",
            "THREAT_MODELS", "Verdict", "check_auditable", "check_monte_carlo_size",
            "clopper_pearson_upper", "epsilon_from_error_rates", "finish_one_run",
            "monte_carlo_audit", "monte_carlo_bound", "monte_carlo_ceiling", "one_run_bound",

@@ -28,6 +28,10 @@ DEFAULT_CANARIES = 1000
 MAX_CANARIES = 100_000
 DEFAULT_CONFIDENCE = 0.95
 MIN_RUNS, MAX_RUNS = 20, 100_000
+# The CLI's Monte Carlo audit runs at most DEFAULT_AUDIT_STEPS DP-SGD steps in all (runs × steps
+# per run; about 1-4 minutes, benchmarks/bench_audit.py) unless --max-audit-steps raises it, up
+# to MAX_AUDIT_STEPS, the library's default (issue 30 §3: each slow command states its size).
+DEFAULT_AUDIT_STEPS, MAX_AUDIT_STEPS = 200_000, 10_000_000
 # Stream tags: the audit's randomness never touches the training run's own streams, so the
 # batches and noise of an audited run are those of the same run without --audit.
 _CANARY_STREAM = 0xA0D17
@@ -52,6 +56,7 @@ class AuditSettings:
     seed: int = 0
     adjacency: str = "add-remove"      # the run's; shuffled runs: zero-out or replace-one
     threat_model: str | None = None    # None: all-iterates (gradient) or last-model (input)
+    max_steps: int = MAX_AUDIT_STEPS   # monte-carlo: runs × steps at most this (CLI: 200 000)
 
     def __post_init__(self) -> None:
         if self.mode not in AUDIT_MODES:
@@ -65,6 +70,8 @@ class AuditSettings:
         if self.mode == "monte-carlo":
             object.__setattr__(self, "runs", check_count(self.runs, "--audit-runs",
                                                          minimum=MIN_RUNS, maximum=MAX_RUNS))
+        object.__setattr__(self, "max_steps", check_count(self.max_steps, "--max-audit-steps",
+                                                          maximum=MAX_AUDIT_STEPS))
         object.__setattr__(self, "confidence", check_open_interval(
             self.confidence, "--audit-confidence", 0.0, 1.0))
         object.__setattr__(self, "delta", check_delta(self.delta))

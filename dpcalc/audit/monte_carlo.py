@@ -35,8 +35,8 @@ from dpcalc.audit.bounds import (best_threshold, epsilon_lower_from_counts, mont
 from dpcalc.audit.canaries import (GradientCanaries, InputCanaries, mislabelled_examples,
                                    parameter_shapes)
 from dpcalc.audit.dirac import LAST_MODEL
-from dpcalc.audit.experiment import (MONTE_CARLO_METHOD, AuditResult, AuditSettings,
-                                     canary_generator)
+from dpcalc.audit.experiment import (DEFAULT_AUDIT_STEPS, MAX_AUDIT_STEPS, MONTE_CARLO_METHOD,
+                                     AuditResult, AuditSettings, canary_generator)
 from dpcalc.errors import DpcalcError
 
 SMALL_FEATURES = 4          # informative synthetic features (plus the zero column)
@@ -47,11 +47,10 @@ PILOT_DRAWS = 2 * 10**7     # normal draws of the threshold-planning simulation
 PILOT_OUTCOMES = 200        # simulated audit outcomes per candidate threshold
 # shuffled runs: B' = 2, N' = 2b − 1 examples plus the canary's slot = b batches of exactly 2
 SHUFFLE_BATCH = 2
-# The documented size: at most this many DP-SGD steps over all runs (runs × steps per run).
-# benchmarks/bench_audit.py measures 0.3-1.3 ms per step on one core of a shared machine (4-step
-# runs pay more per step: per-run set-up), so the limit is 5-22 minutes, the range the refusal
-# quotes. 100 000 runs of up to 10 steps stay within it.
-MAX_MONTE_CARLO_STEPS = 1_000_000
+# The documented size (AuditSettings.max_steps; the CLI default DEFAULT_AUDIT_STEPS): at most this many
+# DP-SGD steps over all runs (runs × steps per run). benchmarks/bench_audit.py measures 0.3-1.3
+# ms per step on one core of a shared machine (4-step runs pay more per step: per-run set-up),
+# the range the refusal quotes.
 SECONDS_PER_STEP = (3e-4, 1.3e-3)
 
 
@@ -124,19 +123,21 @@ def monte_carlo_plan(config, n_train: int):
     return small, size, planned_steps(small, size)
 
 
-def check_monte_carlo_size(runs: int, config, n_train: int) -> int:
-    """The audit's DP-SGD steps (runs × steps per run); past MAX_MONTE_CARLO_STEPS a
+def check_monte_carlo_size(runs: int, config, n_train: int,
+                           limit: int = DEFAULT_AUDIT_STEPS) -> int:
+    """The audit's DP-SGD steps (runs × steps per run); past ``limit`` (--max-audit-steps) a
     DpcalcError names the limit and the ways out."""
     steps = monte_carlo_plan(config, n_train)[2]
     total = runs * steps
-    if total > MAX_MONTE_CARLO_STEPS:
+    if total > limit:
+        minutes = "-".join(f"{limit * seconds / 60:.2g}" for seconds in SECONDS_PER_STEP)
+        raise_it = (f", or --max-audit-steps {total} to run it" if total <= MAX_AUDIT_STEPS
+                    else f" (--max-audit-steps raises the limit up to {MAX_AUDIT_STEPS})")
         raise DpcalcError(
             f"--audit-runs {runs} needs {runs} runs x {steps} steps = {total} DP-SGD steps; a "
-            f"Monte Carlo audit runs at most {MAX_MONTE_CARLO_STEPS} (about "
-            f"{MAX_MONTE_CARLO_STEPS * SECONDS_PER_STEP[0] / 60:.0f}-"
-            f"{MAX_MONTE_CARLO_STEPS * SECONDS_PER_STEP[1] / 60:.0f} min): give --audit-runs "
-            f"{max(MAX_MONTE_CARLO_STEPS // steps, 1)} or fewer, fewer --epochs, or the one-run "
-            f"audit (--audit)")
+            f"Monte Carlo audit runs at most {limit} (about {minutes} min): give --audit-runs "
+            f"{max(limit // steps, 1)} or fewer, fewer --epochs, the one-run audit (--audit)"
+            f"{raise_it}")
     return total
 
 
@@ -153,7 +154,7 @@ def monte_carlo_audit(settings: AuditSettings, config, n_train: int,
 
     shuffled = config.sampling == "shuffle"
     small, size, steps = monte_carlo_plan(config, n_train)
-    check_monte_carlo_size(settings.runs, config, n_train)
+    check_monte_carlo_size(settings.runs, config, n_train, settings.max_steps)
     batch_size = small.batch_size
     batches = math.ceil(size / batch_size) if shuffled else 0
     train, test = small_task(size, settings.seed)

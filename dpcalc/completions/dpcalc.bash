@@ -224,10 +224,11 @@ _dpcalc() {
                 --canaries) return ;;
                 --audit-threat-model) COMPREPLY=($(compgen -W "all-iterates last-model" -- "$cur")); return ;;
                 --audit-confidence) return ;;
+                --max-audit-steps) return ;;
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --noise-multiplier --target-epsilon --epsilon -e --delta --target-delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --audit --audit-runs --canary --canaries --audit-threat-model --audit-confidence --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--batch-size --epochs --sigma --noise-multiplier --target-epsilon --epsilon -e --delta --target-delta --clip-norm --learning-rate --momentum --hidden --activation --sampling --adjacency --data --label --samples --features --classes --test-fraction --seed --baseline --k --audit --audit-runs --canary --canaries --audit-threat-model --audit-confidence --max-audit-steps --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
     esac
 }

@@ -37,12 +37,17 @@ AUDIT = typer.Option(False, "--audit",
                           "Steinke, Nasr, Jagielski 2023), next to pb's certified bounds.")
 AUDIT_RUNS = typer.Option(None, "--audit-runs", metavar="INT",
                           help="Monte Carlo audit instead: R small-model runs (20 to 100000, and "
-                               "at most 1000000 DP-SGD steps in all) at the run's q, σ, C and "
+                               "at most --max-audit-steps DP-SGD steps in all) at the run's q, σ, C and "
                                "steps, half with one canary; Clopper-Pearson bound from a "
                                "threshold test planned before the runs. With --sampling shuffle "
                                "(--adjacency zero-out or replace-one) the runs build Chua et al. "
                                "2024's displacement instance and the Poisson figure is shown "
                                "beside the result.")
+MAX_AUDIT_STEPS = typer.Option(
+    None, "--max-audit-steps", metavar="INT",
+    help="The most DP-SGD steps a Monte Carlo audit may run in all (runs × steps per run; "
+         "default 200000, about 1-4 min; up to 10000000); a larger audit is refused (exit 2) "
+         "unless this raises the limit.")
 CANARY = typer.Option(Canary.gradient, "--canary", case_sensitive=False,
                       help="Audit canary: gradient (a Dirac gradient of norm C on a weight of its "
                            "own: an extra input column no example uses; the strongest) or input "
@@ -61,9 +66,12 @@ AUDIT_CONFIDENCE = typer.Option("0.95", "--audit-confidence", metavar="FLOAT",
 
 def audit_settings(audit: bool, audit_runs: str | None, canary: Canary, canaries: str | None,
                    confidence: str, delta: float, seed: int,
-                   threat_model: ThreatModel | None = None) -> "AuditSettings | None":
+                   threat_model: ThreatModel | None = None,
+                   max_steps: str | None = None) -> "AuditSettings | None":
     """The validated audit request, or None without --audit/--audit-runs (then the other audit
     flags are refused, so a typo does not silently skip an audit)."""
+    if audit_runs is None and max_steps is not None:
+        raise DpcalcError("--max-audit-steps limits a Monte Carlo audit; give --audit-runs too")
     if not audit and audit_runs is None:
         if canaries is not None:
             raise DpcalcError("--canaries sets the size of an audit; give --audit too")
@@ -72,7 +80,7 @@ def audit_settings(audit: bool, audit_runs: str | None, canary: Canary, canaries
             raise DpcalcError("--canary, --audit-threat-model and --audit-confidence describe an "
                               "audit; give --audit or --audit-runs too")
         return None
-    from dpcalc.audit import AuditSettings
+    from dpcalc.audit import DEFAULT_AUDIT_STEPS, AuditSettings
     from dpcalc.audit.experiment import DEFAULT_CANARIES
 
     if audit_runs is not None and canaries is not None:
@@ -84,7 +92,8 @@ def audit_settings(audit: bool, audit_runs: str | None, canary: Canary, canaries
                          runs=0 if audit_runs is None else audit_runs, confidence=confidence,
                          delta=delta, seed=seed,
                          threat_model=None if threat_model is None else
-                         ThreatModel(threat_model).value)
+                         ThreatModel(threat_model).value,
+                         max_steps=DEFAULT_AUDIT_STEPS if max_steps is None else max_steps)
 
 
 ESTIMATE_AFTER_SECONDS = 2.0   # a Monte Carlo audit's time is estimated once it has run this long

@@ -135,6 +135,7 @@ def simulate_command(
     canaries: Optional[str] = audit_opt.CANARIES,
     audit_threat_model: Optional[audit_opt.ThreatModel] = audit_opt.AUDIT_THREAT_MODEL,
     audit_confidence: str = audit_opt.AUDIT_CONFIDENCE,
+    max_audit_steps: Optional[str] = audit_opt.MAX_AUDIT_STEPS,
     max_epsilon: Optional[str] = opt.MAX_EPSILON,
     output_format: OutputFormat = FORMAT,
 ) -> None:
@@ -176,7 +177,7 @@ def simulate_command(
     fraction = check_open_interval(test_fraction, "--test-fraction", 0.0, 1.0)
     audit_settings = audit_opt.audit_settings(audit, audit_runs, canary, canaries,
                                               audit_confidence, target_delta, random_seed,
-                                              audit_threat_model)
+                                              audit_threat_model, max_audit_steps)
     request = SimulationRequest(
         data=data_choice, test_fraction=fraction, seed=random_seed, with_baseline=baseline,
         group_size=group, delta=target_delta, noise_multiplier=noise, target_epsilon=target,
@@ -228,7 +229,7 @@ def run_simulation(request: SimulationRequest, show_progress: bool = True,
                         request.audit.threat_model)
         request = replace(request, audit=replace(request.audit, adjacency=request.adjacency))
         if request.audit.mode == "monte-carlo":
-            check_monte_carlo_size(request.audit.runs, config, n_train)
+            check_monte_carlo_size(request.audit.runs, config, n_train, request.audit.max_steps)
     model = accounting_model(config.sampling, request.adjacency)
     run_model = (config.sampling, request.adjacency)
     applies = certificate_applies(*run_model)
