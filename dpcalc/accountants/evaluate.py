@@ -18,7 +18,7 @@ from dpcalc.errors import DpcalcError, InconsistentBounds, InvalidResult
 from dpcalc.params import check_callable, check_items, check_positive, shown
 
 # Constructor options each accountant understands.
-_OPTIONS = {"pb": ("tolerance", "start_tolerance")}
+_OPTIONS = {"pb": ("tolerance", "start_tolerance", "upper_only")}
 
 
 def make_accountant(name: str, **options):

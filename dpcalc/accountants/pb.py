@@ -22,6 +22,7 @@ from dpcalc.models.schedule import Schedule
 from dpcalc.models.lower_instances import INSTANCE_NOTES, displaced_run, lower_instance
 from dpcalc.models.subsampling import participation_bound
 from dpcalc.models.worst_case import worst_case
+from dpcalc.errors import DpcalcError
 from dpcalc.params import check_nonnegative, check_positive
 
 
@@ -89,7 +90,7 @@ class PrivacyBucketsAccountant(Accountant):
     summary = "numeric PLD composition (privacy buckets, connect-the-dots); certified upper and lower bounds"
 
     def __init__(self, tolerance: float = DEFAULT_TOLERANCE, grid_step: float | None = None,
-                 start_tolerance: float | None = None):
+                 start_tolerance: float | None = None, upper_only: bool = False):
         self.tolerance = check_positive(tolerance, "--tolerance")
         self.grid_step = None if grid_step is None else check_positive(grid_step, "--grid-step")
         # for searches at a loose tolerance: every point starts on the grid this stricter
@@ -97,6 +98,11 @@ class PrivacyBucketsAccountant(Accountant):
         # finest grid where the window is small
         self.start_tolerance = (None if start_tolerance is None
                                 else check_positive(start_tolerance, "start_tolerance"))
+        # for σ searches, which read the upper bound only: where the pairs are not attained,
+        # skip the explicit run's lower bound (a second composition) and report lower 0
+        if upper_only not in (True, False):
+            raise DpcalcError(f"upper_only must be True or False; got {upper_only!r}")
+        self.upper_only = upper_only
 
     models = ALL_MODELS | EPOCH_MODELS
 
@@ -165,8 +171,9 @@ class PrivacyBucketsAccountant(Accountant):
                                 start_tolerance=self.start_tolerance)
         found = lower_instance(schedule)
         if found is not None:  # the pairs are not attained: the lower bound of an explicit run
-            lower = max(epsilon_bounds(run, delta, self.tolerance, self.grid_step).lower
-                        for run in _explicit_runs(schedule, found))
+            lower = 0.0 if self.upper_only else max(
+                epsilon_bounds(run, delta, self.tolerance, self.grid_step).lower
+                for run in _explicit_runs(schedule, found))
             check_consistent(bounds.upper, lower, "ε (explicit run)")
             bounds = replace(bounds, lower=lower, by_direction={
                 direction: (upper, 0.0) for direction, (upper, _) in bounds.by_direction.items()})

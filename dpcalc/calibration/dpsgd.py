@@ -150,7 +150,8 @@ def dpsgd_sigma(
         # each search point starts on the grid the final tolerance allows (not the finest
         # one, at small T): upper bounds as tight as the final accountant's first grid gives
         search_options = {**options, "tolerance": _PB_SEARCH_TOLERANCE,
-                          "start_tolerance": options.get("tolerance") or DEFAULT_TOLERANCE}
+                          "start_tolerance": options.get("tolerance") or DEFAULT_TOLERANCE,
+                          "upper_only": True}  # the search reads ε's upper bound only
         search_accountant = make_accountant(accountant_name, **search_options)
         side_of_target = certain_side(make_accountant(
             accountant_name, **{**options, "tolerance": _PB_BRACKET_TOLERANCE}), run,
