@@ -22,7 +22,8 @@ run itself (the answer never depends on when it was asked before):
   changes.
 
 A new phase costs its four discretisations and tables; an answer costs the sums over the
-phases, the product of their spectra and one read-out per composition. Where the bounds
+phases (Σ T ln M̄, a (phases × circle) sum, kept but for its last phase's term:
+_OrderedSum), the product of their spectra and one read-out per composition. Where the bounds
 miss the tolerance on this grid, the answer comes from buckets.epsilon_bounds (fresh, not
 kept). Every bound is pb's: the same constructions and error terms on other, fixed
 choices, so the digits may differ from a fresh pb call (never looser by more than its
@@ -129,25 +130,27 @@ class _Phase:
 
 
 class _OrderedSum:
-    """Σ_i term(kept_i) over the kept phases, added in their order from 0 (the same float
+    """Σ_i T_i·row(kept_i) over the kept phases, added in their order from 0 (the same float
     sums whenever it is asked, so answers do not depend on when they were asked), keeping
     the sum over all but the last phase: a later call adds only the phases after those (a
     new phase, or the last one grown: only the last kept phase is ever replaced). ``key``
     (the circle): a new one starts again."""
 
     def __init__(self):
-        self.key, self.phases, self.partial = None, [], None
+        self.key, self.terms, self.partial = None, [], None
 
-    def total(self, key, kept: list, term) -> np.ndarray:
-        if (key != self.key or len(self.phases) >= len(kept)
-                or any(mine is not theirs for mine, theirs in zip(self.phases, kept))):
-            self.key, self.phases, self.partial = key, [], None
-        for phase in kept[len(self.phases):-1]:
-            value = term(phase)
-            self.partial = np.zeros_like(value) + value if self.partial is None \
-                else self.partial + value
-            self.phases.append(phase)
-        last = term(kept[-1])
+    def total(self, key, kept: list, steps: list, row) -> np.ndarray:
+        terms = list(zip(kept, steps))
+        if (key != self.key or len(self.terms) >= len(terms)
+                or any(mine[0] is not theirs[0] or mine[1] != theirs[1]
+                       for mine, theirs in zip(self.terms, terms))):
+            self.key, self.terms, self.partial = key, [], None
+        for phase, count in terms[len(self.terms):-1]:
+            value = float(count) * row(phase)
+            self.partial = (np.zeros_like(value) if self.partial is None else self.partial) + value
+            self.terms.append((phase, count))
+        phase, count = terms[-1]
+        last = float(count) * row(phase)
         return (np.zeros_like(last) if self.partial is None else self.partial) + last
 
 
@@ -300,7 +303,7 @@ class RunningBounds:
         steps = [count for _, count in phases]
         # Σ_i T_i ln M̄_i, summed phase by phase in order (kept but for the last phase's term)
         total = self._high_sums.setdefault((direction, bound), _OrderedSum()).total(
-            circle, kept, lambda phase: float(phase.steps) * phase.high_bound(circle))
+            circle, kept, steps, lambda phase: phase.high_bound(circle))
         chosen = None
         for count in _K_LADDER:
             if count > size // 2:
