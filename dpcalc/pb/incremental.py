@@ -22,7 +22,8 @@ run itself (the answer never depends on when it was asked before):
   changes.
 
 A new phase costs its four discretisations and tables; an answer costs the sums over the
-phases, the product of their spectra and one read-out per composition. Where the bounds
+phases (Σ T ln M̄, a (phases × circle) sum, kept but for its last phase's term:
+_OrderedSum), the product of their spectra and one read-out per composition. Where the bounds
 miss the tolerance on this grid, the answer comes from buckets.epsilon_bounds (fresh, not
 kept). Every bound is pb's: the same constructions and error terms on other, fixed
 choices, so the digits may differ from a fresh pb call (never looser by more than its
@@ -128,6 +129,31 @@ class _Phase:
         return self.powered[1]
 
 
+class _OrderedSum:
+    """Σ_i T_i·row(kept_i) over the kept phases, added in their order from 0 (the same float
+    sums whenever it is asked, so answers do not depend on when they were asked), keeping
+    the sum over all but the last phase: a later call adds only the phases after those (a
+    new phase, or the last one grown: only the last kept phase is ever replaced). ``key``
+    (the circle): a new one starts again."""
+
+    def __init__(self):
+        self.key, self.terms, self.partial = None, [], None
+
+    def total(self, key, kept: list, steps: list, row) -> np.ndarray:
+        terms = list(zip(kept, steps))
+        if (key != self.key or len(self.terms) >= len(terms)
+                or any(mine[0] is not theirs[0] or mine[1] != theirs[1]
+                       for mine, theirs in zip(self.terms, terms))):
+            self.key, self.terms, self.partial = key, [], None
+        for phase, count in terms[len(self.terms):-1]:
+            value = float(count) * row(phase)
+            self.partial = (np.zeros_like(value) if self.partial is None else self.partial) + value
+            self.terms.append((phase, count))
+        phase, count = terms[-1]
+        last = float(count) * row(phase)
+        return (np.zeros_like(last) if self.partial is None else self.partial) + last
+
+
 class RunningBounds:
     """pb's certified ε bounds at ``delta`` for a run given as its phases (pairs with
     steps), reusing every phase already seen (module doc)."""
@@ -143,6 +169,7 @@ class RunningBounds:
         self._points = 0
         self._kept: dict[tuple, list[_Phase]] = {}  # (direction, bound) -> per phase
         self._spans: dict[str, list] = {}  # per direction: grid_step's per-phase terms
+        self._high_sums: dict[tuple, _OrderedSum] = {}  # (direction, bound): Σ T ln M̄
 
     def bounds(self, phases) -> PldBounds:
         """Certified (upper, lower) ε for ``phases`` (a list of (pair, steps) whose first
@@ -274,9 +301,9 @@ class RunningBounds:
                     if n >= needed + max(64, needed // 32))
         circle = max(64, 1 << max(0, (size // _FOLD).bit_length() - 1))
         steps = [count for _, count in phases]
-        # Σ_i T_i ln M̄_i (einsum: no multi-threaded BLAS call for a (phases × circle) sum)
-        total = np.einsum("i,ij->j", np.array(steps, dtype=float),
-                          np.array([phase.high_bound(circle) for phase in kept]))
+        # Σ_i T_i ln M̄_i, summed phase by phase in order (kept but for the last phase's term)
+        total = self._high_sums.setdefault((direction, bound), _OrderedSum()).total(
+            circle, kept, steps, lambda phase: phase.high_bound(circle))
         chosen = None
         for count in _K_LADDER:
             if count > size // 2:

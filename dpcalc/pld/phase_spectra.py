@@ -33,6 +33,7 @@ fft_compose.compose.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -337,11 +338,20 @@ def high_bound(batch: PhaseBatch, circle: int, phases) -> np.ndarray:
 def dropped_bound(log_bound: np.ndarray, circle: int, size: int, first: int) -> float:
     """(1/N)·Σ_{k=first}^{N/2} w_k·exp(log_bound at k's interval): what the coefficients
     from ``first`` on can add to any entry of the inverse transform (w_k ≤ 2)."""
+    counts = _interval_counts(circle, size, first)
+    return 2.0 * float(np.sum(counts * np.exp(np.minimum(log_bound, 0.0)))) / size
+
+
+@functools.lru_cache(maxsize=64)
+def _interval_counts(circle: int, size: int, first: int) -> np.ndarray:
+    """How many k ≥ ``first`` (k ≤ N/2) fall in each interval of the high-frequency bound's
+    circle (kept: the compositions of a growing run ask again with the same three)."""
     intervals = np.arange(circle // 2)
     low = np.maximum(np.ceil(intervals * size / circle), first)
     high = np.minimum(np.floor((intervals + 1) * size / circle), size // 2)
     counts = np.maximum(high - low + 1, 0.0)
-    return 2.0 * float(np.sum(counts * np.exp(np.minimum(log_bound, 0.0)))) / size
+    counts.flags.writeable = False
+    return counts
 
 
 def compose_many(plds_with_steps, tail_mass: float, max_points: int = MAX_FFT_POINTS,
