@@ -119,3 +119,16 @@ def test_sigma_where_any_noise_meets_the_target_answers_in_seconds():
     assert row["epsilon"] == 0.0 and row["epsilon_lower"] == 0.0
     assert any("drawn in at least one step" in note for note in row["notes"])
     assert any("smallest noise multiplier searched" in note for note in row["notes"])
+
+
+def test_the_privacy_accountant_gives_the_same_zero_over_several_phases():
+    from dpcalc import PrivacyAccountant
+
+    accountant = PrivacyAccountant()
+    accountant.step(noise_multiplier=0.05, sample_rate=1e-8, steps=400)
+    accountant.step(noise_multiplier=0.07, sample_rate=1e-8, steps=500)
+    assert accountant.bounds(1e-5) == (0.0, 0.0)
+    accountant.step(noise_multiplier=0.9, sample_rate=0.01, steps=100)  # now drawn almost surely
+    upper, lower = accountant.bounds(1e-5)
+    reference = PrivacyBucketsAccountant().epsilon(accountant.schedule, 1e-5)
+    assert (upper, lower) == (reference.epsilon, reference.epsilon_lower) and lower > 0.0

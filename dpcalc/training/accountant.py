@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dpcalc.pb.buckets import DEFAULT_TOLERANCE
 from dpcalc.pb.incremental import RunningBounds
-from dpcalc.accountants.pb import PrivacyBucketsAccountant, rdp_hint
+from dpcalc.accountants.pb import PrivacyBucketsAccountant, drawn_probability, rdp_hint
 from dpcalc.models.lower_instances import lower_instance
 from dpcalc.models.worst_case import worst_case
 from dpcalc.accountants.result import EpsilonResult
@@ -137,7 +137,8 @@ class PrivacyAccountant:
         if not self._phases:
             answer = EpsilonResult("pb", 0.0, True, epsilon_lower=0.0,
                                    notes=("no steps recorded: nothing spent",))
-        elif len(self._phases) == 1 or not self._pairs_attained():
+        elif (len(self._phases) == 1 or not self._pairs_attained()
+              or drawn_probability(self.schedule) <= target):  # pb's ε = 0 (no composition)
             answer = PrivacyBucketsAccountant(self.tolerance).epsilon(self.schedule, target)
             self.compositions += 1
         else:
