@@ -320,8 +320,8 @@ def test_calibrated_sigma_meets_the_target_and_is_nearly_smallest():
 def test_calibration_at_k_64_searches_the_pruned_pair_and_stays_nearly_smallest():
     """The search's pair drops the components lighter than 1e-15·δ/T into a +∞ atom (a
     dominating pair: its upper bound is certified); it found σ in 37 s at k = 64, now ~1 s.
-    The σ must still be certified by the full pair and within a few precisions of the
-    smallest: the full pair's pb ε exceeds the target 1% below it."""
+    The σ must still be certified by pb_epsilon (the pruned pair, as `group` reports it) and
+    within a few precisions of the smallest: pb's lower bound exceeds the target 1% below it."""
     each = GroupSetting(64, 64, 60_000, 1.0, 1000)
     found = calibrate_group_sigma(each, 3.0, 1e-5, precision=1e-3)
     assert found.result.epsilon <= 3.0
