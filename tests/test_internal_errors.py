@@ -441,3 +441,15 @@ def test_a_nan_computed_inside_is_an_internal_error_not_bad_input():
                                 "plain"], capture_output=True, text=True, timeout=120)
     line = one_internal_error_line(completed, "accountant rdp failed inside: InvalidResult")
     assert completed.stdout == "error\n" and "got nan" in line
+
+
+def test_a_split_pass_whose_tilt_overflows_is_skipped_not_a_crash():
+    """bench_slowest seed 1: `sigma --q 1.22e-08 --steps 3114294 --epsilon 533 --delta 2.5e-06`
+    exited 70 (the split pass aimed with a saddle tilt θ ≈ 6.7e7: its body moments were NaN).
+    The pass is now not tried there; the other passes' bounds stay certified."""
+    from dpcalc import Schedule
+    from dpcalc.accountants.pb import PrivacyBucketsAccountant
+
+    schedule = Schedule.single(1.22e-08, 0.051319517715279726, 3114294)
+    result = PrivacyBucketsAccountant(tolerance=0.1).epsilon(schedule, 2.5e-06)
+    assert 0.0 < result.epsilon_lower <= result.epsilon < float("inf")

@@ -172,21 +172,31 @@ def split_composition(phases, direction: str, bound: str, grids: SplitGrids, the
 
 
 # --- grids and the bounds --------------------------------------------------------------
+class _NoSplit(Exception):
+    """The split composition cannot be aimed here (its body's moments are not finite)."""
+
+
 def choose_grids(phases, direction: str, single_steps, theta: float, threshold: float,
                  target: float, tolerance: float, failure: float, half_width: float,
                  truncations: tuple) -> SplitGrids:
     """Fine and coarse grids: the fine one resolves the body (≤ its spread/16) and keeps the
     body's rounding slack within 5% of the tolerated gap, within BODY_POINTS; the coarse
-    one keeps the other roundings within 10% of it."""
+    one keeps the other roundings within 10% of it. _NoSplit where the body's moments are
+    not finite floats (the split composition is then not tried)."""
     total = sum(steps for _, steps in phases)
     lows = [pair.loss_range(direction, half_width)[0] for pair, _ in phases]
     spread, tilted_spread = math.inf, 0.0
     for pld, steps in single_steps:
         body = pld.losses <= threshold
+        if not pld.pmf[body].sum() > 0.0:
+            raise _NoSplit
         weights = pld.pmf[body] / pld.pmf[body].sum()
         mean = float(np.sum(weights * pld.losses[body]))
         spread = min(spread, math.sqrt(float(np.sum(weights * (pld.losses[body] - mean) ** 2))))
-        tilted = weights * np.exp(theta * (pld.losses[body] - threshold))
+        with np.errstate(over="ignore", invalid="ignore"):
+            tilted = weights * np.exp(theta * (pld.losses[body] - threshold))
+        if not (math.isfinite(tilted.sum()) and tilted.sum() > 0.0):
+            raise _NoSplit  # the tilt overflows or underflows every bucket of the body
         tilted /= tilted.sum()
         tilted_mean = float(np.sum(tilted * pld.losses[body]))
         tilted_spread += steps * float(np.sum(tilted * (pld.losses[body] - tilted_mean) ** 2))
@@ -196,6 +206,8 @@ def choose_grids(phases, direction: str, single_steps, theta: float, threshold: 
                min(spread / 16.0, slack_step), 1e-12)
     count = JUMP_COUNT_TARGET + 5 * math.sqrt(JUMP_COUNT_TARGET) + 5
     coarse_target = min(0.1 * tolerance * target / count, threshold / 2.0)
+    if not (math.isfinite(fine) and math.isfinite(coarse_target) and coarse_target > 0.0):
+        raise _NoSplit
     ratio = max(1, int(coarse_target / fine))
     return SplitGrids(fine, ratio, max(1, math.ceil(threshold / (fine * ratio))), truncations)
 
@@ -230,8 +242,12 @@ def _aimed(phases, direction: str, single_steps, target: float, tolerance: float
     threshold = choose_threshold(kept, theta)
     if threshold is None:
         return None
-    return theta, threshold, choose_grids(phases, direction, kept, theta, threshold,
-                                          target, tolerance, failure, half_width, truncations)
+    try:
+        grids = choose_grids(phases, direction, kept, theta, threshold, target, tolerance,
+                             failure, half_width, truncations)
+    except _NoSplit:
+        return None
+    return theta, threshold, grids
 
 
 def _compose_split(phases, direction: str, bound: str, aimed, delta: float, failure: float,
