@@ -57,8 +57,9 @@ class GaussianMixturePair:
     ``prune``: the top components whose weights sum to at most this are replaced by an
     atom w that only B can produce (loss +∞ in the remove direction, −∞ in the add
     direction). The true pair is a post-processing of the pruned one (the atom is mapped
-    to the dropped components, everything else left alone), so every bound stays
-    certified, and δ grows by at most T·w."""
+    to the dropped components, everything else left alone), so every upper bound stays
+    certified, and δ grows by at most T·w. A lower bound computed on the pruned pair is
+    one at δ − T·w for the true pair (group/pairs.py prunes at T·w ≤ 1e-15·δ)."""
 
     directions = DIRECTIONS
     # log_tails / log_bucket_masses of many pairs at once (numerics/mixture_tails.py):
