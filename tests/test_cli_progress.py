@@ -3,6 +3,7 @@ the work has run a second, never on stdout; the answers are the same with or wit
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from rich.console import Console
@@ -101,8 +102,6 @@ class ImmediateTimer:
 
 
 def test_the_spinner_shows_only_for_work_longer_than_the_wait():
-    import time
-
     console, buffer = terminal()
     with progress.waiting("quick", console=console, show_after=5.0):
         pass
@@ -145,3 +144,37 @@ def test_the_run_size_names_steps_phases_and_accountants():
     two = Schedule([Phase(0.01, 1.0, 10), Phase(0.02, 2.0, 1)])
     assert progress.run_size(two, ["pb", "rdp", "gdp", "naive"]) == "11 steps, 2 phases, 4 accountants"
     assert progress.run_size(Schedule.single(0.5, 1.0, 1)) == "1 step"
+
+
+def test_the_sigma_spinner_counts_the_search_trials(monkeypatch):
+    monkeypatch.setattr(progress.threading, "Timer", ImmediateTimer)
+    drawn = drawn_on_a_terminal(monkeypatch, ["sigma", "--q", "0.01", "--steps", "1000",
+                                              "--epsilon", "2"])
+    assert "sigma: calibrating σ (each trial 1,000 steps, pb) · pb: trial" in drawn
+
+
+def test_waiting_says_the_latest_text_and_nothing_off_a_terminal(monkeypatch, capsys):
+    console, buffer = terminal()
+    monkeypatch.setattr(progress.threading, "Timer", ImmediateTimer)
+    with progress.waiting("search", console=console) as say:
+        say("trial 1")
+        time.sleep(0.3)  # rich refreshes the line ~10 times a second
+        say("trial 2")
+        time.sleep(0.3)
+    assert "search · trial 2" in buffer.getvalue()
+    monkeypatch.setattr(progress, "_stderr_is_terminal", lambda: False)
+    with progress.waiting("work") as say:
+        say("trial 1")  # a no-op
+    assert capsys.readouterr().err == ""
+
+
+def test_dpsgd_sigma_reports_each_trial():
+    from dpcalc.calibration.dpsgd import dpsgd_sigma
+    from dpcalc.errors import DpcalcError
+
+    trials = []
+    found = dpsgd_sigma("pb", 2.0, 1e-5, 0.01, 1000, on_trial=lambda n, s: trials.append((n, s)))
+    assert [n for n, _ in trials] == list(range(1, len(trials) + 1)) and len(trials) >= 2
+    assert all(s > 0 for _, s in trials) and found.sigma > 0
+    with pytest.raises(DpcalcError, match="on_trial"):
+        dpsgd_sigma("pb", 2.0, 1e-5, 0.01, 1000, on_trial=3)

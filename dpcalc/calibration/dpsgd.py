@@ -91,6 +91,7 @@ def dpsgd_sigma(
     precision: float = DEFAULT_PRECISION,
     max_sigma: float = DEFAULT_MAX_SIGMA,
     scale: bool = False,
+    on_trial=None,
     **options,
 ) -> SigmaResult:
     """The smallest noise multiplier for a DP-SGD run whose ε from ``accountant_name`` at
@@ -99,7 +100,8 @@ def dpsgd_sigma(
     The run is ``schedule`` (every phase gets the calibrated σ; its own σ is ignored), or
     one Poisson phase of ``steps`` steps at ``sampling_rate``. ``scale``: the schedule's
     phases keep their own σ_i and the result is the smallest common multiplier m (σ_i·m
-    for every phase; ``SigmaResult.sigma`` is m). ``options`` go to the
+    for every phase; ``SigmaResult.sigma`` is m). ``on_trial(count, σ)``, if given, is
+    called after each evaluation of the search (for progress). ``options`` go to the
     accountant (e.g. ``tolerance`` for pb). For pb the bracket is seeded with the GDP/CLT
     σ (low side) and the RDP σ (safe side); pb searches on its first grid and the final σ
     is re-checked at the requested settings.
@@ -110,8 +112,11 @@ def dpsgd_sigma(
 
     from dpcalc.params import check_range
 
+    from dpcalc.params import check_callable
+
     target = _check_target(target_epsilon)
     precision = _check_precision(precision)
+    check_callable(on_trial, "on_trial", optional=True)
     delta = check_delta(delta)
     max_sigma = check_range(max_sigma, "max_sigma", 0.0, 1e300, high_open=False)
     if schedule is None:
@@ -171,6 +176,8 @@ def dpsgd_sigma(
             raise DpcalcError(f"{accountant_name} cannot calibrate σ for --epsilon {target:g}: "
                               f"at σ = {sigma:.4g}, {reason}")
         results[sigma] = result
+        if on_trial is not None:
+            on_trial(len(results), sigma)
         return result.epsilon
 
     try:

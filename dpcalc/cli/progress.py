@@ -67,6 +67,10 @@ def run_size(schedule, names=None) -> str:
     return ", ".join(parts)
 
 
+def _say_nothing(text: str) -> None:
+    """waiting's ``say`` where nothing is drawn."""
+
+
 def _ignore(count: int = 1) -> None:
     """Where no bar is drawn."""
 
@@ -99,13 +103,18 @@ def counted_progress(description: str, total: int, console=None, clock=time.mono
 
 
 @contextmanager
-def waiting(description: str, console=None, show_after: float | None = None) -> Iterator[None]:
+def waiting(description: str, console=None,
+            show_after: float | None = None) -> Iterator[Callable[[str], None]]:
     """A spinner while the body runs, shown only if it runs longer than ``show_after``
-    seconds (default SHOW_AFTER_SECONDS), only on a terminal."""
+    seconds (default SHOW_AFTER_SECONDS), only on a terminal. Yields ``say(text)``: the
+    spinner then reads "description · text" (e.g. a search's trial count)."""
     if console is None and not _stderr_is_terminal():
-        yield
+        yield _say_nothing
         return
-    lock, shown, finished = threading.Lock(), [], []
+    lock, shown, finished, latest = threading.Lock(), [], [], [description]
+
+    def label() -> str:
+        return latest[0].replace("[", "\\[")
 
     def show() -> None:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -113,21 +122,27 @@ def waiting(description: str, console=None, show_after: float | None = None) -> 
         with lock:
             if finished:
                 return
-            spinner = Progress(SpinnerColumn(), TextColumn(description.replace("[", "\\[")),
+            spinner = Progress(SpinnerColumn(), TextColumn("{task.description}"),
                                TimeElapsedColumn(),
                                console=console or _stderr_console(), transient=True)
-            spinner.add_task(description, total=None)
+            task = spinner.add_task(label(), total=None)
             spinner.start()
-            shown.append(spinner)
+            shown.append((spinner, task))
+
+    def say(text: str) -> None:
+        with lock:
+            latest[0] = f"{description} · {text}"
+            for spinner, task in shown:
+                spinner.update(task, description=label())
 
     timer = threading.Timer(SHOW_AFTER_SECONDS if show_after is None else show_after, show)
     timer.daemon = True
     timer.start()
     try:
-        yield
+        yield say
     finally:
         with lock:
             finished.append(True)
             timer.cancel()
-            for spinner in shown:
+            for spinner, _ in shown:
                 spinner.stop()

@@ -119,13 +119,14 @@ def _not_applicable_record(name: str, target: float, delta: float, schedule, rea
 
 
 def _calibrate_all(names: list[str], target: float, delta: float, schedule,
-                   precision: float, tolerance: float, scale: bool = False) -> list[dict]:
+                   precision: float, tolerance: float, scale: bool = False,
+                   say=None) -> list[dict]:
     """One record per accountant. A single accountant's failure is the command's error
     (exit 2 for bad input, 70 for a failure inside); with several, a failing one is
     reported in its row (kind "error" for a failure inside, and exit 70 if it is the first
     named: the answer) unless all fail. An accountant that does not apply to the model gets
     a not-applicable row (exit 0). ``scale``: the phases keep their σ and a common
-    multiplier is calibrated."""
+    multiplier is calibrated. ``say``: the spinner's text (the accountant's trial count)."""
     from dpcalc.accountants.evaluate import make_accountant
 
     records, errors = [], []
@@ -137,8 +138,11 @@ def _calibrate_all(names: list[str], target: float, delta: float, schedule,
             continue
         options = {"tolerance": tolerance} if name == "pb" else {}
         try:
+            on_trial = None if say is None else (
+                lambda count, sigma, name=name: say(f"{name}: trial {count}, σ = {sigma:.4g}"))
             calibration = dpsgd_sigma(name, target, delta, schedule=schedule,
-                                      precision=precision, scale=scale, **options)
+                                      precision=precision, scale=scale, on_trial=on_trial,
+                                      **options)
         except Exception as error:
             if len(names) == 1:
                 raise
@@ -362,9 +366,9 @@ def sigma_command(
     names = opt.accountants(accountant)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
-    with waiting(f"sigma: calibrating σ (each trial {run_size(run.schedule, names)})"):
+    with waiting(f"sigma: calibrating σ (each trial {run_size(run.schedule, names)})") as say:
         records = _calibrate_all(names, target, target_delta, run.schedule, relative_precision,
-                                 tolerance, run.scaled)
+                                 tolerance, run.scaled, say)
     inputs = {"epsilon": target, "delta": target_delta,
               **{key: value for key, value in run.inputs.items() if key != "sigma"},
               "precision": relative_precision, "accountants": names,
