@@ -58,8 +58,9 @@ class GaussianMixturePair:
     atom w that only B can produce (loss +∞ in the remove direction, −∞ in the add
     direction). The true pair is a post-processing of the pruned one (the atom is mapped
     to the dropped components, everything else left alone), so every upper bound stays
-    certified, and δ grows by at most T·w. A lower bound computed on the pruned pair is
-    one at δ − T·w for the true pair (group/pairs.py prunes at T·w ≤ 1e-15·δ)."""
+    certified, and δ grows by at most T·w. A lower bound computed on the pruned pair holds
+    for the true pair only at a δ smaller by the dropped mass: T·w in the remove direction,
+    e^ε·T·w in the add direction (group/pairs.py prunes at T·w ≤ 1e-15·δ; not corrected)."""
 
     directions = DIRECTIONS
     # log_tails / log_bucket_masses of many pairs at once (numerics/mixture_tails.py):
