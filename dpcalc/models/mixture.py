@@ -60,7 +60,8 @@ class GaussianMixturePair:
     to the dropped components, everything else left alone), so every upper bound stays
     certified, and δ grows by at most T·w. A lower bound computed on the pruned pair holds
     for the true pair only at a δ smaller by the dropped mass: T·w in the remove direction,
-    e^ε·T·w in the add direction (group/pairs.py prunes at T·w ≤ 1e-15·δ; not corrected)."""
+    e^ε·T·w in the add direction; pb reads its lower compositions that much higher
+    (pb/direction_pass.lower_allowance)."""
 
     directions = DIRECTIONS
     # log_tails / log_bucket_masses of many pairs at once (numerics/mixture_tails.py):
@@ -127,8 +128,8 @@ class GaussianMixturePair:
     def inverse_loss(self, loss_values) -> np.ndarray:
         """x with g(x) = ε, vectorised; −inf where ε ≤ ln p_0 (no such x).
 
-        Two components: closed form x = σ²[ln(expm1(ε) + q) − ln q] + ½
-        (accounting-methods.md §2). More: Newton from the right on
+        Two components (p_0 = 1 − q): closed form x = σ²[ln(expm1(ε) + q) − ln q] + ½
+        (accounting-methods.md §2). More, or a pruned pair: Newton from the right on
         ln M(x) = ln(e^ε − p_0), M(x) = Σ_{j≥1} p_j exp((2jx − j²)/(2σ²)) = e^{g(x)} − p_0.
         ln M is a log-sum-exp of affine functions of x, so convex and increasing, and
         Newton from the right converges monotonically; it is nearly affine at both ends
@@ -143,7 +144,8 @@ class GaussianMixturePair:
             return out
         e = eps[valid]
         top = self.max_shift
-        if top == 1 and self.weights.size == 2:
+        if top == 1 and self.weights.size == 2 and not self.dropped:
+            # p_0 = 1 − q here; a pruned pair's weights sum to 1 − w: Newton below
             q = self.weights[1]
             if self.weights[0] == 0.0:
                 out[valid] = sigma2 * e + 0.5

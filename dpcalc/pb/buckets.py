@@ -30,7 +30,7 @@ from dpcalc.pb.first_grid import (  # noqa: F401 (re-exported)
     moment_estimate, resolve, tail_half_width)
 from dpcalc.pb.grid_passes import GridPasses, plain_pass
 from dpcalc.pb.direction_pass import (  # noqa: F401 (re-exported)
-    _ABSOLUTE_GAP, compose_fitting, settled, tighter)
+    _ABSOLUTE_GAP, compose_fitting, lower_allowance, settled, tighter)
 from dpcalc.pld.chernoff import rounding_slack
 from dpcalc.pld.pld import LOWER, UPPER, GridTooLarge  # noqa: F401 (re-exported)
 from dpcalc.params import (check_count, check_delta, check_nonnegative, check_nonnegative_or_inf,
@@ -224,7 +224,9 @@ def delta_bounds(phases: PhaseList, epsilon: float, grid_step: float | None = No
         composed, plds, lower_step = compose_fitting(phases, direction, step, LOWER, half_width,
                                                       tail_mass)
         slack = rounding_slack(plds, failure)
-        lowers[direction] = max(0.0, composed.delta(epsilon + slack, LOWER) - failure)
+        # pruned pairs: the true δ is lower by at most the allowance (direction_pass)
+        allowance = lower_allowance(phases, direction)(epsilon)
+        lowers[direction] = max(0.0, composed.delta(epsilon + slack, LOWER) - failure - allowance)
     for direction in directions:
         check_consistent(uppers[direction], lowers[direction], f"δ ({direction})")
     lower = max(lowers.values())

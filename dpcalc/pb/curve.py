@@ -284,7 +284,13 @@ def _curve_bounds(pair, steps: np.ndarray, hints, delta: float, tolerance: float
 def epsilon_curve(pair, steps_list, delta: float, tolerance: float = DEFAULT_TOLERANCE,
                   hints=None) -> list[PldBounds]:
     """Certified (upper, lower) ε at ``delta`` after each T of ``steps_list`` repetitions
-    of ``pair``, in the order given; ``hints`` (e.g. rdp's ε per T) as in epsilon_bounds."""
+    of ``pair``, in the order given; ``hints`` (e.g. rdp's ε per T) as in epsilon_bounds.
+    A pruned pair (mixture.py ``prune``) is composed point by point (its lower bounds leave
+    an allowance: direction_pass.lower_allowance)."""
+    if getattr(pair, "dropped", 0.0):
+        return [epsilon_bounds([(pair, count)], delta, tolerance,
+                               epsilon_hint=None if hints is None else hints[index])
+                for index, count in enumerate(steps_list)]
     order = np.argsort(np.asarray(steps_list, dtype=np.int64), kind="stable")
     steps = np.asarray(steps_list, dtype=np.int64)[order]
     sorted_hints = None if hints is None else [hints[i] for i in order]

@@ -18,6 +18,7 @@ from dpcalc.pld.pld import LOWER, MAX_FFT_POINTS, UPPER, GridTooLarge, Precision
 from dpcalc.pld.tilt import compose_tilted, saddle_tilt
 
 from dpcalc.pb.first_grid import TAIL_FRACTION, PhaseList
+from dpcalc.models.mixture import REMOVE
 
 # |ε_upper − ε_lower| below this is "no gap" whatever ε is.
 _ABSOLUTE_GAP = 1e-6
@@ -28,6 +29,30 @@ _ABSOLUTE_GAP = 1e-6
 # (second order), so the lower needs the finer rule. Measured (100 phases, δ = 1e-5): the
 # bounds move by ~1e-10 (upper) and ~5e-9 (lower) relative against h-wide buckets.
 _LIGHT = {UPPER: (1e-5, 1.0), LOWER: (1e-6, 2.0)}  # (light, tilt margin above 0)
+
+
+def lower_allowance(phases: PhaseList, direction: str):
+    """ε ↦ the δ a lower composition of ``phases`` must leave to their pairs' pruning: 0
+    unless a pair moved its top mixture components (weight w) to an atom
+    (mixture.GaussianMixturePair ``prune``). The true run's δ(ε) is then at least the pruned
+    one's minus Σ T·w in the remove direction (only B has the atom: drop the atom's outcomes)
+    and minus e^ε·Σ T·w in the add direction (B loses at most that much mass where A keeps
+    its own), so a lower bound read at δ + f + allowance(E) holds for ε ≤ E; E is the
+    certified upper bound in hand, at or above every lower bound the checks let through."""
+    pruned = math.fsum(steps * getattr(pair, "dropped", 0.0) for pair, steps in phases)
+    if pruned == 0.0:
+        return lambda _epsilon: 0.0
+    pruned *= 1.0 + 1e-12  # the sum's round-off, upwards
+    if direction == REMOVE:
+        return lambda _epsilon: pruned
+    return lambda epsilon: pruned * math.exp(min(epsilon, 1e3)) * (1.0 + 1e-12)
+
+
+def lower_quantile(composed, delta: float, failure: float, allowance: float):
+    """A lower composition's loss quantile at δ + f + ``allowance`` (−∞, no bound, where
+    that is 1 or more)."""
+    read = delta + failure + allowance
+    return composed.loss_quantile(read, LOWER) if read < 1.0 else -math.inf
 
 
 def saddle_estimate(phases: PhaseList, direction: str, delta: float) -> float:
@@ -71,13 +96,14 @@ def compose_fitting(phases: PhaseList, direction: str, step: float, bound: str,
 
 def direction_bounds(phases: PhaseList, direction: str, step: float, delta: float,
                       half_width: float, tail_mass: float, failure: float, discretised=None,
-                      settled_below: float = -math.inf):
+                      settled_below: float = -math.inf, allowance=None):
     """(upper, lower, step used, FFT points, single-step PLDs, estimate) for one direction;
     ``estimate`` is the upper composition read without its float-error bound (not a bound:
     where to aim a tilted pass). ``discretised``: the upper single-step PLDs on ``step``.
     ``settled_below``: another direction's certified lower bound on ε; where this
     direction's upper bound is at or below it, its own lower bound cannot matter (the
-    reported lower bound is the largest) and is not composed: 0, with no lower PLDs."""
+    reported lower bound is the largest) and is not composed: 0, with no lower PLDs.
+    ``allowance``: ε ↦ the δ pruned pairs leave (lower_allowance; default: from ``phases``)."""
     upper_pld, upper_steps, step = compose_fitting(phases, direction, step, UPPER, half_width,
                                                     tail_mass, discretised=discretised)
     upper = upper_pld.epsilon(delta, UPPER)
@@ -89,7 +115,8 @@ def direction_bounds(phases: PhaseList, direction: str, step: float, delta: floa
     slack = rounding_slack(lower_steps, failure)
     # δ_true(ε) ≥ δ_rounded(ε + η) − f for every real ε, so ε_true ≥ x − η with x the
     # UNCLAMPED read-out at δ + f (x may be negative or −∞; η may be negative too).
-    lower = max(0.0, lower_pld.loss_quantile(delta + failure, LOWER) - slack)
+    allowance = allowance or lower_allowance(phases, direction)
+    lower = max(0.0, lower_quantile(lower_pld, delta, failure, allowance(upper)) - slack)
     points = max(upper_pld.pmf.size, lower_pld.pmf.size)
     estimate = upper_pld.raw_epsilon(delta)
     return upper, lower, step, points, (upper_steps, lower_steps, slack), estimate
@@ -103,13 +130,14 @@ _TWIN_WINDOW_MARGIN = 1.1
 def tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float,
                              upper: float, lower: float, target: float,
                              max_points: int = MAX_FFT_POINTS, windows: dict | None = None,
-                             bounds=(UPPER, LOWER)) -> tuple[float, float]:
+                             bounds=(UPPER, LOWER),
+                             allowance=lambda _epsilon: 0.0) -> tuple[float, float]:
     """Tighter bounds for one direction from compositions tilted towards ε ≈ ``target``
     (see tilt.compose_tilted); each is kept only where valid (ε ≥ the certified lower bound
     already found). The lower composition's losses are shifted by the rounding slack on
     average, so its tilt aims at ``target`` + slack. Only the compositions of ``bounds`` are
     tried, each within ``max_points``; ``windows`` (if given) receives the points each
-    needed, composed or not (GridTooLarge)."""
+    needed, composed or not (GridTooLarge). ``allowance``: as lower_allowance's."""
     upper_steps, lower_steps, slack = plds
     valid_from = lower
     windows = {} if windows is None else windows
@@ -140,7 +168,7 @@ def tilted_direction_bounds(plds, delta: float, tail_mass: float, failure: float
             theta = saddle_tilt(lower_steps, target + slack)
             composed = compose_tilted(lower_steps, theta, tail_mass, lower_valid_from, max_points)
             windows[LOWER] = composed.pmf.size
-            raw = composed.loss_quantile(delta + failure, LOWER)
+            raw = lower_quantile(composed, delta, failure, allowance(upper))
             if raw >= lower_valid_from and raw - slack > lower:
                 lower = raw - slack
         except GridTooLarge as too_large:
@@ -157,7 +185,8 @@ def split_direction_bounds(phases: PhaseList, direction: str, delta: float, fail
     """jumps.split_bounds, or no information (∞, 0) where it does not apply."""
     try:
         split = split_bounds(phases, direction, delta, failure, tail_mass, half_width,
-                             single_steps, target, valid_from, tolerance, loose_aim)
+                             single_steps, target, valid_from, tolerance, loose_aim,
+                             lower_allowance(phases, direction))
     except (GridTooLarge, PrecisionLost):
         split = None
     return split if split is not None else (math.inf, 0.0)

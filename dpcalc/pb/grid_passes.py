@@ -95,13 +95,14 @@ class GridPasses:
                 phases, direction, upper_steps[0][0].grid_step, half_width, LOWER, tail_mass)
             self.plds = (upper_steps, lower_steps, rounding_slack(lower_steps, failure))
         target = direction_pass.tilt_target(*best[direction], self.aim, hint)
+        allowance = direction_pass.lower_allowance(phases, direction)
         self.stage += 1
         tilted = True
         if self.stage == 1:  # round-off grows like T·2^-52 of the peak: tilt onto the answer
             self.first_limit = self.tilt_limit(split_tried)
             found = direction_pass.tilted_direction_bounds(self.plds, delta, tail_mass, failure,
                                                      *best[direction], target, self.first_limit,
-                                                     self.windows)
+                                                     self.windows, allowance=allowance)
         elif self.stage == 2 and direction not in split_tried:
             # rare large losses (small q, tiny δ): compose body and jumps apart (jumps.py)
             tilted = False
@@ -118,7 +119,7 @@ class GridPasses:
             self.stage = 3
             found = direction_pass.tilted_direction_bounds(self.plds, delta, tail_mass, failure,
                                                      *best[direction], target, limit,
-                                                     self.windows, deferred)
+                                                     self.windows, deferred, allowance)
         best[direction] = direction_pass.tighter(best[direction], found)
         if tilted:
             aims[direction] = best[direction][0]

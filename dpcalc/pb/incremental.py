@@ -39,7 +39,7 @@ from dpcalc.numerics import fourier
 from dpcalc.pb.buckets import (_LOWER_FAILURE, DEFAULT_TOLERANCE, PldBounds, _open_directions,
                                check_consistent, epsilon_bounds, phase_directions)
 from dpcalc.pb.curve import _NOISE_SHARE, _noise_mass
-from dpcalc.pb.direction_pass import _LIGHT, saddle_estimate
+from dpcalc.pb.direction_pass import _LIGHT, lower_allowance, saddle_estimate
 from dpcalc.pb.first_grid import (_MAX_STEP_POINTS, DEFAULT_GRID_STEP, TAIL_FRACTION,
                                   tail_half_width)
 from dpcalc.models.schedule import MAX_STEPS
@@ -190,7 +190,9 @@ class RunningBounds:
                 lowers[direction] = 0.0  # settled: its lower bound cannot matter
                 continue
             self._prepare(phases, direction, LOWER)
-            raw = self._quantile(phases, direction, LOWER, self.delta + self.failure)
+            read = (self.delta + self.failure  # pruned pairs leave an allowance (direction_pass)
+                    + lower_allowance(phases, direction)(uppers[direction]))
+            raw = self._quantile(phases, direction, LOWER, read) if read < 1.0 else -math.inf
             if raw is None:
                 return self._fresh(phases)
             lowers[direction] = max(0.0, raw - self._slack(phases, direction))

@@ -283,7 +283,8 @@ _REAIMS = 3
 
 def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass: float,
                  half_width: float, single_steps, target: float, valid_from: float,
-                 tolerance: float, loose_aim: float = 0.0) -> tuple[float, float] | None:
+                 tolerance: float, loose_aim: float = 0.0,
+                 allowance=lambda _epsilon: 0.0) -> tuple[float, float] | None:
     """Certified (upper, lower) ε of one direction by the body-and-jumps composition aimed
     at ε ≈ ``target`` (each kept only where valid: ≥ ``valid_from``, else ∞ / 0); None
     when one step's loss has no rare large part to split off or the upper's grids do not
@@ -293,7 +294,8 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
     tolerance) of the aim, the lower composition is aimed at it: any aim gives certified
     bounds, a closer one tighter ones. Where the first upper bound lands below ``loose_aim``
     times ``target``, it is returned alone, with no lower bound (a caller that would rather
-    aim again itself)."""
+    aim again itself). ``allowance``: ε ↦ extra δ the lower read-out leaves
+    (pb/direction_pass.lower_allowance: pruned pairs)."""
     aimed = _aimed(phases, direction, single_steps, target, tolerance, failure, half_width, delta)
     if aimed is None:
         return None
@@ -326,5 +328,6 @@ def split_bounds(phases, direction: str, delta: float, failure: float, tail_mass
     if found is None:  # the lower composition never fit: the certified upper bound alone
         return upper, 0.0
     composed, slack = found
-    raw = composed.loss_quantile(delta + failure, LOWER)
+    read = delta + failure + allowance(upper)
+    raw = composed.loss_quantile(read, LOWER) if read < 1.0 else -math.inf
     return upper, (max(0.0, raw - slack) if raw >= composed.valid_from else 0.0)
