@@ -2,6 +2,7 @@
 
     python benchmarks/bench_phases.py            # the targets
     python benchmarks/bench_phases.py --compare  # also the phase-by-phase path (minutes)
+    python benchmarks/bench_phases.py --cli      # also whole `dpcalc epsilon` commands
 
 Phases of 100 steps with σ ∈ [0.8, 1.5] and q ∈ [0.002, 0.01] drawn uniformly (seeded),
 δ = 1e-5, in process (imports warm). Targets: 200 phases ≤ 2 s (≤ 5× one single-phase
@@ -14,7 +15,9 @@ from __future__ import annotations
 import pathlib
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
@@ -73,6 +76,31 @@ def accountant_loop(epochs: int = 100, seed: int = 0) -> tuple[float, float, Pri
     return wall, cpu, accountant
 
 
+def cli_rows(repeats: int = 5) -> None:
+    """What a user waits for: `dpcalc epsilon --schedule FILE` (the 200 phases as CSV rows)
+    against `dpcalc epsilon` on one phase of the same total steps, whole processes
+    (start-up included), median wall seconds of ``repeats`` runs, interleaved."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "schedule.csv"
+        path.write_text("q,sigma,steps\n" + "".join(
+            f"{phase.sampling_rate!r},{phase.noise_multiplier!r},{phase.steps}\n"
+            for phase in schedule(200).phases))
+        commands = {"200 phases (--schedule)": ["--schedule", str(path)],
+                    "1 phase × 20 000 steps": ["--q", "0.006", "--sigma", "1.15", "--steps", "20000"]}
+        times: dict = {label: [] for label in commands}
+        for _ in range(repeats):
+            for label, flags in commands.items():
+                started = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "dpcalc", "epsilon", *flags, "--format",
+                                "plain"], check=True, capture_output=True)
+                times[label].append(time.perf_counter() - started)
+    medians = {label: statistics.median(values) for label, values in times.items()}
+    for label, value in medians.items():
+        print(f"dpcalc epsilon, {label:<26}{value:8.2f} s (median of {repeats}, whole process)")
+    first, second = medians.values()
+    print(f"ratio as a user waits for it: {first / second:.1f}×")
+
+
 def main() -> None:
     compare = "--compare" in sys.argv
     point(schedule(3))  # warm the imports and tables
@@ -103,6 +131,8 @@ def main() -> None:
     print(f"PrivacyAccountant, 100 epochs, ε every epoch: {total:.2f} s wall, "
           f"{statistics.median(cpus):.2f} s CPU in all (median of 3; target ≤ 5 s: "
           f"{'met' if total <= 5 else 'MISSED'}), final ε ∈ [{lower:.5f}, {upper:.5f}]")
+    if "--cli" in sys.argv:
+        cli_rows()
     if compare:
         for label, run in [("phase by phase, 200 phases", schedule(200))]:
             wall, cpu, result = timed(lambda run=run: phase_by_phase(run), 1)
