@@ -137,3 +137,16 @@ def test_pruned_pair_with_add_epsilon_past_709():
                                             1e-5).by_direction["add"]
     assert 709.79 < true_lower <= true_upper < 720.0
     assert lower <= true_upper and upper >= true_lower
+
+
+def test_group_with_add_epsilon_past_709_does_not_overflow():
+    # `dpcalc group --k 20 --batch-size 50 --dataset-size 1000 --sigma 0.3 --steps 800`
+    # exited 70 (OverflowError): production pruning (1e-15·δ/T, 3.6e-24 dropped here) and
+    # an add-direction upper bound of 770
+    from dpcalc.group.pairs import GroupSetting, pb_epsilon
+
+    setting = GroupSetting(k=20, batch_size=50, dataset_size=1000, noise_multiplier=0.3,
+                           steps=800)
+    result = pb_epsilon(setting, 1e-5)
+    assert result.details["epsilon_add"] > 709.79
+    assert 0.0 < result.epsilon_lower <= result.epsilon < math.inf
