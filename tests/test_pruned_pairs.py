@@ -110,3 +110,43 @@ def test_curve_of_a_pruned_pair_is_its_points(pruned):
     for bounds, steps in zip(curve, [4, 2]):
         point = epsilon_bounds([(pruned, steps)], 0.5)
         assert (bounds.upper, bounds.lower) == (point.upper, point.lower)
+
+
+def test_add_allowance_past_the_float_range_of_exp(pruned):
+    # e^ε·Σ T·w was math.exp(min(ε, 1e3))·Σ T·w: OverflowError (an internal error) from
+    # ε ≈ 709.78, e.g. an add-direction upper bound of 717 or a pass with none (∞)
+    add = direction_pass.lower_allowance([(pruned, 1)], "add")
+    assert add(710.0) == math.inf and add(1e3) == math.inf and add(math.inf) == math.inf
+    tiny = GaussianMixturePair([1.0, 1e-3, 1e-310], SIGMA, prune=1e-300)
+    assert tiny.dropped > 0.0
+    value = direction_pass.lower_allowance([(tiny, 1)], "add")(700.0)
+    assert value >= tiny.dropped * math.exp(700.0)
+    assert value == pytest.approx(tiny.dropped * math.exp(700.0), rel=1e-11)
+
+
+def test_pruned_pair_with_add_epsilon_past_709():
+    """k = 3, q = 0.3, σ = 0.1, q³ pruned, T = 670: the add direction's ε is ~717 (each
+    step's add loss is nearly its ceiling −ln p_0 = 1.07); this raised OverflowError. The
+    pruned bounds must bracket the same ε as the true pair's own (716.91, 717.01)."""
+    q = 0.3
+    weights = [(1 - q) ** 3, 3 * q * (1 - q) ** 2, 3 * q * q * (1 - q), q**3]
+    pruned = GaussianMixturePair(weights, 0.1, prune=0.03)
+    assert pruned.dropped == pytest.approx(q**3)
+    upper, lower = epsilon_bounds([(pruned, 670)], 1e-5).by_direction["add"]
+    true_upper, true_lower = epsilon_bounds([(GaussianMixturePair(weights, 0.1), 670)],
+                                            1e-5).by_direction["add"]
+    assert 709.79 < true_lower <= true_upper < 720.0
+    assert lower <= true_upper and upper >= true_lower
+
+
+def test_group_with_add_epsilon_past_709_does_not_overflow():
+    # `dpcalc group --k 20 --batch-size 50 --dataset-size 1000 --sigma 0.3 --steps 800`
+    # exited 70 (OverflowError): production pruning (1e-15·δ/T, 3.6e-24 dropped here) and
+    # an add-direction upper bound of 770
+    from dpcalc.group.pairs import GroupSetting, pb_epsilon
+
+    setting = GroupSetting(k=20, batch_size=50, dataset_size=1000, noise_multiplier=0.3,
+                           steps=800)
+    result = pb_epsilon(setting, 1e-5)
+    assert result.details["epsilon_add"] > 709.79
+    assert 0.0 < result.epsilon_lower <= result.epsilon < math.inf

@@ -45,7 +45,14 @@ def lower_allowance(phases: PhaseList, direction: str):
     pruned *= 1.0 + 1e-12  # the sum's round-off, upwards
     if direction == REMOVE:
         return lambda _epsilon: pruned
-    return lambda epsilon: pruned * math.exp(min(epsilon, 1e3)) * (1.0 + 1e-12)
+    log_pruned = math.log(pruned)
+
+    def add(epsilon: float) -> float:
+        # e^ε·Σ T·w in log space: math.exp overflows past ε ≈ 709.78 (an add-direction upper
+        # bound that large, or ∞ where a pass has none); from 1 on there is no lower bound.
+        exponent = log_pruned + epsilon
+        return math.exp(exponent) * (1.0 + 1e-12) if exponent < 0.0 else math.inf
+    return add
 
 
 def lower_quantile(composed, delta: float, failure: float, allowance: float):
