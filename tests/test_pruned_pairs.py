@@ -150,3 +150,13 @@ def test_group_with_add_epsilon_past_709_does_not_overflow():
     result = pb_epsilon(setting, 1e-5)
     assert result.details["epsilon_add"] > 709.79
     assert 0.0 < result.epsilon_lower <= result.epsilon < math.inf
+
+
+def test_a_spliced_pair_refuses_pruned_halves(pruned):
+    from dpcalc.errors import DpcalcError
+    from dpcalc.models.pairs import SplicedPair
+
+    with pytest.raises(DpcalcError, match="unpruned halves"):
+        SplicedPair(pruned, pruned)
+    plain = GaussianMixturePair(WEIGHTS, SIGMA)
+    assert SplicedPair(plain, plain).upper is plain

@@ -178,6 +178,10 @@ class SplicedPair:
     directions = (REMOVE, ADD)
 
     def __init__(self, upper, mirrored):
+        if getattr(upper, "dropped", 0.0) or getattr(mirrored, "dropped", 0.0):
+            # pb's lower bounds leave a pruned pair's allowance by its own directions
+            # (pb/direction_pass.lower_allowance), which a splice would hide
+            raise DpcalcError("a spliced pair needs unpruned halves (prune = 0)")
         self.upper, self.mirrored = upper, mirrored
         self.noise_multiplier = upper.noise_multiplier
         self._checked = mirrored is upper  # the halves' TV, checked on first use
