@@ -138,3 +138,79 @@ def test_every_command_with_epochs_says_how_it_rounded(argv):
     result = runner.invoke(app, [*argv, *shape, "--epochs", "30"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "2930, rounded up" in result.stdout and "gives 2929" in result.stdout
+
+
+# --- a federated run in clients: --clients-per-round m, --clients M, --rounds T ----------------
+FLOWER = ["--pipeline", "flower", "--batch-size", "50", "--dataset-size", "1000", "--steps", "200"]
+CLIENTS = ["--clients-per-round", "50", "--clients", "1000", "--rounds", "200"]
+
+
+def _without_schema(document: dict) -> dict:
+    return {key: value for key, value in document.items() if key != "schema"}
+
+
+def test_client_flags_are_the_flower_run():
+    # m of M clients each round, no --pipeline/--sampling: exactly m of M (Flower, TFF)
+    by_clients = _json("epsilon", *CLIENTS, "--sigma", "1")
+    assert _without_schema(by_clients) == _without_schema(_json("epsilon", *FLOWER, "--sigma", "1"))
+    inputs = by_clients["inputs"]
+    assert (inputs["unit"], inputs["sampling"], inputs["pipeline"]["name"]) == ("client", "fixed",
+                                                                               "flower")
+    assert (inputs["batch_size"], inputs["dataset_size"], inputs["steps"]) == (50, 1000, 200)
+    # the table names them as a federated run does
+    table = runner.invoke(app, ["epsilon", *CLIENTS, "--sigma", "1"])
+    assert "clients per round = 50" in table.stdout and "rounds = 200" in table.stdout
+
+
+def test_client_flags_with_a_rate_are_poisson_client_sampling():
+    by_clients = _json("epsilon", "--q", "0.05", "--rounds", "200", "--sigma", "1")
+    plain = _json("epsilon", "--pipeline", "federated-poisson", "--q", "0.05", "--steps", "200",
+                  "--sigma", "1")
+    assert _without_schema(by_clients) == _without_schema(plain)
+    assert by_clients["inputs"]["unit"] == "client"
+
+
+def test_client_flags_with_a_sampler_keep_it_and_protect_clients():
+    found = _json("epsilon", *CLIENTS, "--sigma", "1", "--sampling", "poisson")
+    same = _json("epsilon", "--batch-size", "50", "--dataset-size", "1000", "--steps", "200",
+                 "--sigma", "1", "--sampling", "poisson", "--unit", "client")
+    assert _without_schema(found) == _without_schema(same)
+    assert found["inputs"]["unit"] == "client" and found["inputs"]["sampling"] == "poisson"
+
+
+def test_client_flags_in_sigma_and_compare():
+    flower = _json("sigma", "--target-epsilon", "8", "--batch-size", "50", "--dataset-size", "1000",
+                   "--steps", "200", "--pipeline", "flower")
+    assert _without_schema(_json("sigma", "--target-epsilon", "8", *CLIENTS)) == _without_schema(flower)
+    swept = runner.invoke(app, ["compare", "--clients-per-round", "50", "--clients", "1000",
+                                "--rounds", "100,200", "--sigma", "1", "-a", "pb", "--format",
+                                "plain"])
+    assert swept.exit_code == 0, swept.output
+    assert [float(v) for v in swept.stdout.split()] == [
+        float(runner.invoke(app, ["epsilon", *FLOWER[:-1], steps, "--sigma", "1", "--format",
+                                  "plain"]).stdout) for steps in ("100", "200")]
+
+
+@pytest.mark.parametrize("argv,named", [
+    ([*CLIENTS, "--batch-size", "50"], "--clients-per-round or --batch-size"),
+    ([*CLIENTS, "--steps", "200"], "--rounds or --steps"),
+    ([*CLIENTS, "--unit", "example"], "--unit client"),
+    ([*CLIENTS, "--pipeline", "opacus"], "--pipeline opacus is not one"),
+    (["--clients-per-round", "0", "--clients", "1000", "--rounds", "200"], "--clients-per-round"),
+    (["--clients-per-round", "50", "--clients", "1000", "--rounds", "2.5"], "--rounds"),
+])
+def test_client_flags_refuse_a_contradiction_in_one_line(capsys, argv, named):
+    assert named in _error(capsys, "epsilon", *argv, "--sigma", "1")
+
+
+def test_report_speaks_of_the_unit_protected():
+    client = runner.invoke(app, ["report", *CLIENTS, "--sigma", "1"])
+    assert client.exit_code == 0, client.output
+    text = client.stdout
+    assert "for 200 rounds" in text and "per-example clipping" not in text
+    assert "one client added or removed" in text and "B of the N clients" in text
+    user = runner.invoke(app, ["report", "--q", "0.004", "--sigma", "1", "--steps", "1000",
+                               "--unit", "user"]).stdout
+    assert "one user added or removed" in user and "every user joins each batch" in user
+    example = runner.invoke(app, ["report", "--q", "0.004", "--sigma", "1", "--steps", "1000"]).stdout
+    assert "per-example clipping) for 1000 steps" in example and "one example added" in example

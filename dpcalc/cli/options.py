@@ -23,6 +23,15 @@ BATCH_SIZE = typer.Option(None, "--batch-size", metavar="INT",
                           help="Expected batch size B (q = B/N), with --dataset-size.")
 DATASET_SIZE = typer.Option(None, "--dataset-size", metavar="INT",
                             help="Training set size N, with --batch-size.")
+# a federated run's names (run_options.federated)
+CLIENTS_PER_ROUND = typer.Option(None, "--clients-per-round", metavar="INT",
+                                 help="Federated: clients drawn each round m (--batch-size of a "
+                                      "run whose records are clients: --unit client; without "
+                                      "--pipeline/--sampling, exactly m of M: --pipeline flower).")
+CLIENTS = typer.Option(None, "--clients", metavar="INT",
+                       help="Federated: clients in all M (--dataset-size, --unit client).")
+ROUNDS = typer.Option(None, "--rounds", metavar="INT",
+                      help="Federated: rounds (--steps, --unit client).")
 SIGMA = typer.Option(None, *SIGMA_NAMES, metavar="FLOAT",
                      help="Noise multiplier σ > 0 (noise std / clipping norm).")
 STEPS = typer.Option(None, "--steps", metavar="INT", help="Number of DP-SGD steps T ≥ 1.")

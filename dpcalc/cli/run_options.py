@@ -9,7 +9,7 @@ the command one :class:`RunFlags`. A command may leave some out or give its own 
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional
 
 from dpcalc.cli import options as opt
@@ -33,6 +33,10 @@ class RunFlags:
     drop_last: bool = False
     unit: Optional[str] = None  # None: the pipeline's, else example
     max_batch_size: Optional[str] = None
+    # a federated run's names for B, N and T (:func:`federated`)
+    clients_per_round: Optional[str] = None
+    clients: Optional[str] = None
+    rounds: Optional[str] = None
 
     def schedule(self, with_sigma: bool = True):
         """The validated run (schedule_options.build_schedule): schedule, echoed inputs, notes."""
@@ -43,6 +47,48 @@ class RunFlags:
                               with_sigma=with_sigma, max_batch_size=self.max_batch_size,
                               pipeline=self.pipeline, unit=self.unit, drop_last=self.drop_last,
                               schedule_path=self.schedule_file)
+
+
+# field -> (its flag, the field it stands for, that field's flag)
+CLIENT_FLAGS = {"clients_per_round": ("--clients-per-round", "batch_size", "--batch-size"),
+                "clients": ("--clients", "dataset_size", "--dataset-size"),
+                "rounds": ("--rounds", "steps", "--steps")}
+
+
+def federated(run: RunFlags, lists: frozenset = frozenset()) -> RunFlags:
+    """A run given in clients (--clients-per-round m, --clients M, --rounds): client-level
+    DP-SGD, clients the records and rounds the steps, so m, M and the rounds are --batch-size,
+    --dataset-size and --steps with --unit client. Without --pipeline or --sampling, m of M
+    clients drawn each round is --pipeline flower (exactly m, without replacement: Flower's
+    and TFF's sampling), a rate --q is --pipeline federated-poisson. ``lists``: fields the
+    command reads as lists (compare's sweeps), passed on as typed for its own checks."""
+    from dpcalc.errors import DpcalcError
+    from dpcalc.params import check_count
+    from dpcalc.pipelines.names import CLIENT, get_pipeline, parse_unit
+
+    given = [name for name in CLIENT_FLAGS if getattr(run, name) is not None]
+    if not given:
+        return run
+    named = "/".join(CLIENT_FLAGS[name][0] for name in given)
+    changes: dict = {}
+    for name in given:
+        flag, field, plain = CLIENT_FLAGS[name]
+        if getattr(run, field) is not None:
+            raise DpcalcError(f"give {flag} or {plain}, not both ({flag} is a federated run's "
+                              f"{plain})")
+        value = getattr(run, name)
+        changes[field] = value if field in lists else str(check_count(value, flag))
+        changes[name] = None
+    if run.unit is not None and parse_unit(run.unit) != CLIENT:
+        raise DpcalcError(f"{named} describe a federated run (--unit client); got --unit {run.unit}")
+    if run.pipeline is not None and get_pipeline(run.pipeline).unit != CLIENT and run.unit is None:
+        raise DpcalcError(f"{named} describe a federated run; --pipeline {run.pipeline} is not "
+                          "one (give flower, federated-poisson or --unit client)")
+    if run.pipeline is None and run.sampling is None:
+        changes["pipeline"] = "flower" if "batch_size" in changes else "federated-poisson"
+    elif run.unit is None:
+        changes["unit"] = CLIENT
+    return replace(run, **changes)
 
 
 # name -> (annotation, the Typer option); in the order every command shows them
@@ -61,6 +107,9 @@ RUN_OPTIONS = {
     "drop_last": (bool, opt.DROP_LAST),
     "unit": (Optional[str], opt.UNIT),
     "max_batch_size": (Optional[str], opt.MAX_BATCH_SIZE),
+    "clients_per_round": (Optional[str], opt.CLIENTS_PER_ROUND),
+    "clients": (Optional[str], opt.CLIENTS),
+    "rounds": (Optional[str], opt.ROUNDS),
 }
 RUN = RunFlags()  # the placeholder default of a command's ``run`` parameter
 
@@ -88,7 +137,8 @@ def run_options(command=None, *, omit: tuple[str, ...] = (), own: dict | None = 
             parameters.extend(flags if name == spot else [parameter])
 
         def command_with_run(**values):
-            run = RunFlags(**{name: values.pop(name, getattr(RUN, name)) for name in taken})
+            run = federated(RunFlags(**{name: values.pop(name, getattr(RUN, name))
+                                        for name in taken}), frozenset(own))
             return function(**{spot: run}, **values)
 
         command_with_run.__signature__ = signature.replace(parameters=parameters)

@@ -30,6 +30,9 @@ _dpcalc() {
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --unit) return ;;
                 --max-batch-size) return ;;
+                --clients-per-round) return ;;
+                --clients) return ;;
+                --rounds) return ;;
                 --delta|--target-delta) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --tolerance) return ;;
@@ -39,7 +42,7 @@ _dpcalc() {
                 --max-sweep-points) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in
@@ -62,10 +65,13 @@ _dpcalc() {
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --unit) return ;;
                 --max-batch-size) return ;;
+                --clients-per-round) return ;;
+                --clients) return ;;
+                --rounds) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --accountant -a --format -f --debug --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -82,13 +88,16 @@ _dpcalc() {
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --unit) return ;;
                 --max-batch-size) return ;;
+                --clients-per-round) return ;;
+                --clients) return ;;
+                --rounds) return ;;
                 --delta|--target-delta) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --tolerance) return ;;
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -133,6 +142,9 @@ _dpcalc() {
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --unit) return ;;
                 --max-batch-size) return ;;
+                --clients-per-round) return ;;
+                --clients) return ;;
+                --rounds) return ;;
                 --delta|--target-delta) return ;;
                 --fpr) return ;;
                 --prior) return ;;
@@ -141,7 +153,7 @@ _dpcalc() {
                 --epsilon|-e) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --debug --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
@@ -158,6 +170,9 @@ _dpcalc() {
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --unit) return ;;
                 --max-batch-size) return ;;
+                --clients-per-round) return ;;
+                --clients) return ;;
+                --rounds) return ;;
                 --fpr) return ;;
                 --prior) return ;;
                 --baseline) return ;;
@@ -167,7 +182,7 @@ _dpcalc() {
                 --delta|--target-delta) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -188,6 +203,9 @@ _dpcalc() {
                 --adjacency) COMPREPLY=($(compgen -W "add-remove replace-one zero-out" -- "$cur")); return ;;
                 --unit) return ;;
                 --max-batch-size) return ;;
+                --clients-per-round) return ;;
+                --clients) return ;;
+                --rounds) return ;;
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --precision) return ;;
                 --tolerance) return ;;
@@ -195,7 +213,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in

@@ -5,6 +5,8 @@ rounded in the safe direction (upper bounds up, lower bounds down), 5 significan
 """
 from __future__ import annotations
 
+import re
+
 from dpcalc.pipelines.names import CLIENT, EXAMPLE, UNIT_WORDS
 from dpcalc.params import batches_per_epoch
 from dpcalc.models.samplers import (ADD_REMOVE, BALLS_IN_BINS, EPOCH_SAMPLINGS, FIXED,
@@ -45,6 +47,28 @@ DROP_LAST_WORDS = ("the partial last batch is dropped: ⌊N/B⌋ batches per epo
                    "examples left over unused that epoch")
 
 
+# what one record is called, and the run's headline, per unit of privacy
+_RECORD_NOUNS = {CLIENT: ("client", "clients"), "user": ("user", "users")}
+_HEADLINES = {
+    EXAMPLE: "Training ran DP-SGD (Gaussian noise, per-example clipping) for {steps} steps.",
+    CLIENT: "Training ran client-level DP federated learning (each round's sampled clients' "
+            "updates clipped and summed, Gaussian noise) for {steps} rounds.",
+    "user": "Training ran DP-SGD with user-level sampling and clipping (Gaussian noise) for "
+            "{steps} steps.",
+}
+
+
+def _in_units(text: str, unit: str) -> str:
+    """``text`` written for examples, with the run's record in their place (a client's
+    update in place of an example's gradient)."""
+    if unit not in _RECORD_NOUNS:
+        return text
+    one, many = _RECORD_NOUNS[unit]
+    text = re.sub(r"\bexamples\b", many, re.sub(r"\ban example\b", f"a {one}", text))
+    text = re.sub(r"\bexample\b", one, text)
+    return text.replace("gradient", "update") if unit == CLIENT else text
+
+
 def _steps_lines(statement: dict) -> list[str]:
     lines = []
     for index, phase in enumerate(statement["phases"], start=1):
@@ -72,6 +96,10 @@ def _steps_lines(statement: dict) -> list[str]:
 
 
 def _delta_check(statement: dict) -> str:
+    return _in_units(_delta_sentence(statement), statement.get("unit", EXAMPLE))
+
+
+def _delta_sentence(statement: dict) -> str:
     delta, size = statement["delta"], statement.get("dataset_size")
     if size is None:
         return (f"δ = {delta:g}. The training set size N was not given: check that δ is well "
@@ -176,12 +204,13 @@ def _headline(statement: dict) -> list[str]:
     """The claim: ε at δ for the model, or — where the model has no certificate — that, and
     the nearest certified model's figure labelled as such."""
     eps, steps, delta = statement["epsilon"], statement["steps"], statement["delta"]
+    ran = _HEADLINES.get(statement.get("unit", EXAMPLE), _HEADLINES[EXAMPLE]).format(steps=steps)
     if statement.get("certified", True):
-        return [f"Training ran DP-SGD (Gaussian noise, per-example clipping) for {steps} steps. "
+        return [f"{ran} "
                 f"It satisfies (ε, δ)-differential privacy with **ε = {show_upper(eps['upper'])}"
                 f"** at **δ = {delta:g}** (certified upper bound; the true ε is at least "
                 f"{show_lower(eps['lower'])})."]
-    lines = [f"Training ran DP-SGD (Gaussian noise, per-example clipping) for {steps} steps. "
+    lines = [f"{ran} "
              f"**No certificate exists for this model**: "
              f"{statement['not_applicable'].removeprefix('not applicable: ')}."]
     nearest = statement.get("nearest_model")
@@ -231,10 +260,11 @@ def _price_lines(statement: dict) -> list[str]:
 def _model_lines(statement: dict) -> list[str]:
     unit = statement.get("unit", EXAMPLE)
     lines = [f"- Unit of privacy: {UNIT_WORDS.get(unit, unit)}.",
-             f"- Neighbouring datasets: {ADJACENCY_WORDS[statement['adjacency']]}."]
+             f"- Neighbouring datasets: {_in_units(ADJACENCY_WORDS[statement['adjacency']], unit)}."]
     for sampling in statement["samplings"]:
-        lines.append(f"- Sampler: {SAMPLER_WORDS[sampling]}"
-                     f"{'; ' + DROP_LAST_WORDS if statement.get('drop_last') else ''}.")
+        lines.append(_in_units(f"- Sampler: {SAMPLER_WORDS[sampling]}"
+                               f"{'; ' + DROP_LAST_WORDS if statement.get('drop_last') else ''}.",
+                               unit))
     pipeline = statement.get("pipeline")
     if pipeline:
         lines.append(f"- Data pipeline: `{pipeline['name']}` — {pipeline['what']}: "
