@@ -151,9 +151,10 @@ _dpcalc() {
                 --baseline) return ;;
                 --tolerance) return ;;
                 --epsilon|-e) return ;;
+                --max-examples-per-user) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --sigma --noise-multiplier --steps --epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --max-examples-per-user --format -f --debug --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in

@@ -311,6 +311,9 @@ DOCUMENTS: dict[str, dict] = {
             "notes": ("strings", "Caveats."),
             "markdown": ("string", "The privacy statement (what the table format prints)."),
             "?nearest_model": ("object", "Not certified here: the nearest certified model."),
+            "?user_level": ("object", "--max-examples-per-user K: max_examples_per_user, upper "
+                            "and lower (certified ε of K records together, null where no group "
+                            "pair is proven) and note."),
         }),
         "?alternatives": ("[#alternative]", "A run: certified samplers it could use (else "
                           "empty)."),

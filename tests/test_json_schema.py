@@ -62,6 +62,8 @@ CASES = {
     "report": (["report", *RUN], 0, None),
     "report shuffled": (["report", *SHUFFLED], 0, None),
     "report claim": (["report", "--epsilon", "8", "--delta", "1e-5"], 0, None),
+    "report user level": (["report", "--batch-size", "10", "--dataset-size", "1000", "--sigma",
+                           "1", "--steps", "20", "--max-examples-per-user", "2"], 0, None),
     "simulate": ([*SMALL, "--sigma", "1", "--baseline", "--k", "2"], 0, None),
     "simulate calibrated": ([*SMALL, "--target-epsilon", "5"], 0, None),
     "simulate shuffled": ([*SMALL, "--sigma", "1", "--sampling", "shuffle", "--adjacency",

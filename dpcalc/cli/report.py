@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
+import typer
+
 from dpcalc import __version__
 from dpcalc.accountants.registry import get_accountant
 from dpcalc.cli import options as opt
@@ -56,6 +58,47 @@ def _accountant_words(result) -> str:
             "pair)")
 
 
+MAX_EXAMPLES_PER_USER = typer.Option(
+    None, "--max-examples-per-user", metavar="K",
+    help="TF Privacy's user-level statement: also the certified ε of a person with up to K "
+         "examples, all protected together (the group of K records under this model, as "
+         "`dpcalc group --k K`); one phase, poisson or fixed batches from --batch-size and "
+         "--dataset-size, --unit example.")
+
+
+def user_level_setting(run, value):
+    """The group run `--max-examples-per-user K` asks about (group/pairs.GroupSetting), checked
+    before any composition."""
+    from dpcalc.errors import DpcalcError
+    from dpcalc.group.pairs import MAX_GROUP_SIZE, GroupSetting
+    from dpcalc.models.samplers import SIMPLE_SAMPLINGS
+    from dpcalc.params import check_count
+
+    k = check_count(value, "--max-examples-per-user", maximum=MAX_GROUP_SIZE)
+    if run.inputs.get("unit", "example") != "example":
+        raise DpcalcError("--max-examples-per-user is for a run whose records are examples "
+                          f"(--unit example); this run's unit is {run.inputs['unit']}")
+    phases = run.schedule.phases
+    if (len(phases) != 1 or phases[0].sampling not in SIMPLE_SAMPLINGS
+            or phases[0].batch_size is None):
+        raise DpcalcError("--max-examples-per-user needs one phase of poisson or fixed batches "
+                          "given by --batch-size and --dataset-size (`dpcalc group`'s runs)")
+    phase = phases[0]
+    return GroupSetting(k, phase.batch_size, phase.dataset_size, phase.noise_multiplier,
+                        phase.steps, phase.sampling, phase.adjacency)
+
+
+def user_level(setting, target_delta: float, tolerance: float) -> dict:
+    """The statement's ``user_level``: pb's certified ε for K records together (group/pairs.py),
+    or no bound with the reason (replace-one has no group pair for K > 1)."""
+    from dpcalc.group.pairs import pb_epsilon
+
+    found = pb_epsilon(setting, target_delta, tolerance)
+    return {"max_examples_per_user": setting.k, "upper": found.epsilon,
+            "lower": found.epsilon_lower,
+            "note": "; ".join(found.notes) if found.epsilon is None else None}
+
+
 def _float_or_none(text):
     return None if text is None else float(text)
 
@@ -69,6 +112,7 @@ def report_command(
     baseline: Optional[str] = BASELINE,
     tolerance: str = RISK_TOLERANCE,
     epsilon: Optional[str] = CLAIM_EPSILON,
+    max_examples_per_user: Optional[str] = MAX_EXAMPLES_PER_USER,
     output_format: OutputFormat = opt.FORMAT,
 ) -> None:
     """A reviewer-ready privacy statement in Markdown (--format json: the same figures and
@@ -79,10 +123,16 @@ def report_command(
     flower (m of M clients per round, --unit client). Where the model has no certificate
     (shuffled batches under add/remove) the statement says so and gives the nearest
     certified model's figures, labelled as such. A paper's (ε, δ) alone: --epsilon E --delta D
-    (no run flags) gives what the claim allows an attacker."""
+    (no run flags) gives what the claim allows an attacker. --max-examples-per-user K adds
+    the certified ε of a person's K examples together (group privacy)."""
     from dpcalc.risk.bounds import risk_bounds
 
     if epsilon is not None:
+        if max_examples_per_user is not None:
+            from dpcalc.errors import DpcalcError
+
+            raise DpcalcError("--max-examples-per-user needs a run (its flags), not a claim "
+                              "--epsilon E")
         _claim_report(given, epsilon, delta, fpr, prior, baseline, output_format)
         return
     run = given.schedule()
@@ -92,6 +142,8 @@ def report_command(
     kappa = None if baseline is None else check_range(baseline, "--baseline", 1e-12, 1.0,
                                                       low_open=False, what="probability κ")
     tol = check_range(tolerance, "--tolerance", 0.0, 1.0)
+    group = (None if max_examples_per_user is None
+             else user_level_setting(run, max_examples_per_user))
     opt.warn_large_delta(target_delta, run.dataset_size)
     with waiting(f"report: composing {run_size(run.schedule, ['pb'])}"):
         result = get_accountant("pb", tolerance=tol).epsilon(run.schedule, target_delta)
@@ -103,6 +155,7 @@ def report_command(
         else:
             risk = not_applicable_records(risk_records(found[2]), found[0], found[1])
         priced = alternatives(given, run, target_delta, result, tol)
+        users = None if group is None else user_level(group, target_delta, tol)
     options = {"--q": given.q, "--batch-size": given.batch_size,
                "--dataset-size": given.dataset_size, "--sigma": given.sigma,
                "--steps": given.steps, "--epochs": given.epochs, "--phase": given.phase or None,
@@ -115,7 +168,8 @@ def report_command(
                "--adjacency": run.schedule.adjacency, "--unit": run.inputs["unit"],
                "--delta": f"{target_delta:g}",
                "--fpr": ",".join(f"{value:g}" for value in fprs), "--prior": f"{prior_value:g}",
-               "--baseline": None if kappa is None else f"{kappa:g}"}
+               "--baseline": None if kappa is None else f"{kappa:g}",
+               "--max-examples-per-user": None if users is None else users["max_examples_per_user"]}
     certified = result.epsilon is not None
     statement = {
         "epsilon": {"upper": result.epsilon, "lower": result.epsilon_lower},
@@ -126,6 +180,7 @@ def report_command(
         "pipeline": run.inputs.get("pipeline"),
         "drop_last": run.inputs.get("drop_last", False),
         "alternatives": priced,
+        "user_level": users,
         "delta": target_delta,
         "dataset_size": run.dataset_size,
         "steps": run.schedule.total_steps,
@@ -146,6 +201,8 @@ def report_command(
                   "notes": list(result.notes), "markdown": markdown}
         if not certified and statement["nearest_model"] is not None:
             record["nearest_model"] = statement["nearest_model"]
+        if users is not None:
+            record["user_level"] = users
         inputs = {**run.inputs, "delta": target_delta, "fpr": fprs, "prior": prior_value,
                   "baseline": kappa}
         sys.stdout.write(json_text({"command": "report", "inputs": inputs,

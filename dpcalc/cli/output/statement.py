@@ -225,13 +225,27 @@ def _headline(statement: dict) -> list[str]:
     return lines
 
 
+def _user_level_lines(statement: dict) -> list[str]:
+    """`--max-examples-per-user K`: the certified ε of a person's K examples together."""
+    found = statement.get("user_level")
+    if not found:
+        return []
+    k, delta = found["max_examples_per_user"], statement["delta"]
+    if found["upper"] is None:
+        return [f"- A person with up to {k} examples: no certified bound for {k} records together "
+                f"under this model ({found['note']})."]
+    return [f"- A person with up to {k} examples (all of them protected together, the group of "
+            f"{k} records under this model): ε ∈ [{show_lower(found['lower'])}, "
+            f"{show_upper(found['upper'])}] at δ = {delta:g} (certified; `dpcalc group --k {k}`)."]
+
+
 def _accounting_lines(statement: dict) -> list[str]:
     eps, delta = statement["epsilon"], statement["delta"]
     if statement.get("certified", True):
         return [f"- Accountant: {statement['accountant']}. Certificate: certified upper bound "
                 "on ε with a certified lower bound (the true ε lies between them).",
                 f"- ε ∈ [{show_lower(eps['lower'])}, {show_upper(eps['upper'])}] at δ = "
-                f"{delta:g}."]
+                f"{delta:g}.", *_user_level_lines(statement)]
     nearest = statement.get("nearest_model")
     lines = ["- Certificate: none for this model (not applicable)."]
     if nearest is not None:
