@@ -196,6 +196,7 @@ def test_client_flags_in_sigma_and_compare():
     ([*CLIENTS, "--steps", "200"], "--rounds or --steps"),
     ([*CLIENTS, "--unit", "example"], "--unit client"),
     ([*CLIENTS, "--pipeline", "opacus"], "--pipeline opacus is not one"),
+    (["--q", "0.05", "--clients", "1000", "--rounds", "200"], "give --q"),
     (["--clients-per-round", "0", "--clients", "1000", "--rounds", "200"], "--clients-per-round"),
     (["--clients-per-round", "50", "--clients", "1000", "--rounds", "2.5"], "--rounds"),
 ])

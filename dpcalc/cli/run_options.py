@@ -79,6 +79,10 @@ def federated(run: RunFlags, lists: frozenset = frozenset()) -> RunFlags:
         value = getattr(run, name)
         changes[field] = value if field in lists else str(check_count(value, flag))
         changes[name] = None
+    if run.q is not None and "dataset_size" in changes:
+        raise DpcalcError("the rate is given twice: give --q (each client joins a round with "
+                          "probability q) or --clients-per-round with --clients (q = m/M), "
+                          "not both")
     if run.unit is not None and parse_unit(run.unit) != CLIENT:
         raise DpcalcError(f"{named} describe a federated run (--unit client); got --unit {run.unit}")
     if run.pipeline is not None and get_pipeline(run.pipeline).unit != CLIENT and run.unit is None:
