@@ -231,12 +231,16 @@ def _user_level_lines(statement: dict) -> list[str]:
     if not found:
         return []
     k, delta = found["max_examples_per_user"], statement["delta"]
+    # Poisson: K records of which some have a zero gradient are fewer records, so the bound for
+    # K covers every smaller group; a fixed batch size has no such argument (N changes)
+    who = (f"A person with up to {k} examples" if statement["samplings"] == [POISSON]
+           else f"A person with {k} examples (fewer: `dpcalc group --k 1:{k}`)")
     if found["upper"] is None:
-        return [f"- A person with up to {k} examples: no certified bound for {k} records together "
-                f"under this model ({found['note']})."]
-    return [f"- A person with up to {k} examples (all of them protected together, the group of "
-            f"{k} records under this model): ε ∈ [{show_lower(found['lower'])}, "
-            f"{show_upper(found['upper'])}] at δ = {delta:g} (certified; `dpcalc group --k {k}`)."]
+        return [f"- {who}: no certified bound for {k} records together under this model "
+                f"({found['note']})."]
+    return [f"- {who}, all protected together (the group of {k} records under this model): "
+            f"ε ∈ [{show_lower(found['lower'])}, {show_upper(found['upper'])}] at δ = {delta:g} "
+            f"(certified; `dpcalc group --k {k}`)."]
 
 
 def _accounting_lines(statement: dict) -> list[str]:
