@@ -210,6 +210,7 @@ def test_report_speaks_of_the_unit_protected():
     text = client.stdout
     assert "for 200 rounds" in text and "per-example clipping" not in text
     assert "one client added or removed" in text and "B of the N clients" in text
+    assert "- m = 50 of M = 1000 (q = m/M = 0.05), noise multiplier σ = 1, T = 200 rounds" in text
     user = runner.invoke(app, ["report", "--q", "0.004", "--sigma", "1", "--steps", "1000",
                                "--unit", "user"]).stdout
     assert "one user added or removed" in user and "every user joins each batch" in user

@@ -90,8 +90,12 @@ def _steps_lines(statement: dict) -> list[str]:
                 how = f"T = ⌈epochs/q⌉ = ⌈{phase['epochs']:g}/{phase['q']:.6g}⌉ = {phase['steps']} steps"
         else:
             how = f"T = {phase['steps']} steps (given)"
-        lines.append(f"- {where}{rate}, noise multiplier σ = {phase['sigma']:g}, {how}; "
-                     f"sampler: {phase['sampling']}.")
+        line = (f"- {where}{rate}, noise multiplier σ = {phase['sigma']:g}, {how}; "
+                f"sampler: {phase['sampling']}.")
+        if statement.get("unit") == CLIENT:  # m of M clients a round, rounds for steps
+            line = (line.replace("B = ", "m = ").replace(" of N = ", " of M = ")
+                    .replace("q = B/N", "q = m/M").replace("N/B", "M/m").replace(" steps", " rounds"))
+        lines.append(line)
     return lines
 
 
