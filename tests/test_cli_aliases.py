@@ -84,7 +84,7 @@ def test_an_alias_and_its_name_together_are_a_repeated_option(capsys):
 
 @pytest.mark.parametrize("argv,suggestion", [
     (["epsilon", "--noise-multiplyer", "4"], "did you mean --noise-multiplier?"),
-    (["epsilon", "--noise_multiplier", "4"], "did you mean --noise-multiplier?"),
+    (["epsilon", "--noise_multiplyer", "4"], "did you mean --noise-multiplier?"),
     (["sigma", "--target-epsilom", "1"], "did you mean --target-epsilon?"),
     (["group", "--methods", "pb"], "did you mean --method?"),
     (["epsilon", "--sample-rte", "0.1"], "did you mean --sample-rate?"),
@@ -216,3 +216,59 @@ def test_report_speaks_of_the_unit_protected():
     assert "one user added or removed" in user and "every user joins each batch" in user
     example = runner.invoke(app, ["report", "--q", "0.004", "--sigma", "1", "--steps", "1000"]).stdout
     assert "per-example clipping) for 1000 steps" in example and "one example added" in example
+
+
+# --- TF Privacy's compute_dp_sgd_privacy command line -----------------------------------------
+
+def _main_json(capsys, *argv: str) -> dict:
+    """The whole entry point (main: where argv is read), JSON on stdout, exit 0."""
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--format", "json"])
+    captured = capsys.readouterr()
+    assert stop.value.code == 0, captured.err
+    return json.loads(captured.out)
+
+
+CANONICAL_TF_RUN = ["--dataset-size", "60000", "--batch-size", "256", "--sigma", "1.12",
+                    "--epochs", "60", "--delta", "1e-5", "-a", "pb,rdp"]
+
+
+@pytest.mark.parametrize("spelled", [
+    # TF Privacy's README example, as absl flags (--flag=value, underscores)
+    ["--N=60000", "--batch_size=256", "--noise_multiplier=1.12", "--epochs=60", "--delta=1e-5"],
+    # its library's argument names (compute_dp_sgd_privacy_statement), spaced
+    ["--number_of_examples", "60000", "--batch_size", "256", "--noise_multiplier", "1.12",
+     "--num_epochs", "60", "--target_delta", "1e-5"],
+])
+def test_tf_privacys_command_line_is_the_same_run(capsys, spelled):
+    ours = _main_json(capsys, "epsilon", *CANONICAL_TF_RUN)
+    theirs = _main_json(capsys, "epsilon", *spelled, "-a", "pb,rdp")
+    assert theirs == ours
+    # TF Privacy's steps: ceil(epochs·N/B) = ceil(14062.5)
+    assert ours["inputs"]["steps"] == 14063 and ours["inputs"]["dataset_size"] == 60000
+
+
+def test_underscores_are_read_as_hyphens_only_for_known_options(capsys):
+    # a real option of another command, or an unknown name, stays an error with a suggestion
+    assert "did you mean --batch-size?" in _error(capsys, "epsilon", "--batch_sise", "256")
+    assert "no such option: --max_examples" in _error(capsys, "epsilon", "--max_examples", "4")
+    # after `--` nothing is rewritten: the words are arguments, not options
+    err = _error(capsys, "epsilon", "--q", "0.01", "--sigma", "4", "--steps", "10", "--",
+                 "--batch_size", "3")
+    assert "--batch_size" in err
+    # an underscored spelling and the hyphenated one together are one option given twice
+    err = _error(capsys, "epsilon", "--q", "0.01", "--noise_multiplier", "3", "--sigma", "4",
+                 "--steps", "10")
+    assert "--sigma is given more than once" in err
+
+
+def test_the_n_alias_works_in_every_run_command(capsys):
+    run = ["--N", "60000", "--batch_size", "256", "--noise_multiplier", "1.12",
+           "--num_epochs", "2"]
+    for command in (["delta", "--epsilon", "1"], ["risk"], ["compare", "-a", "rdp"],
+                    ["group", "--k", "2", "-m", "rdp-group"]):
+        record = _main_json(capsys, command[0], *run, *command[1:])
+        assert record["inputs"]["dataset_size"] == 60000, command
+    sigma = _main_json(capsys, "sigma", "--target_epsilon", "3", "--N", "60000",
+                       "--batch_size", "256", "--num_epochs", "2", "-a", "rdp")
+    assert sigma["inputs"]["dataset_size"] == 60000

@@ -77,3 +77,61 @@ def test_a_closed_stdout_does_not_hide_the_verdict(budget, code):
                            capture_output=True, text=True, timeout=60)
     assert piped.stdout.split()[-1] == str(code)
     assert "dpcalc: error" not in piped.stderr and "Traceback" not in piped.stderr
+
+
+# --- a gate is a guarantee: never on an approximation -------------------------------------
+
+APPROXIMATE_GATES = {
+    "epsilon": ["epsilon", "--q", "0.01", "--sigma", "4", "--steps", "10000", "-a", "gdp"],
+    "compare": ["compare", "--q", "0.01", "--sigma", "4", "--steps", "1000,10000", "-a",
+                "abadi,pb"],
+    "sigma": ["sigma", "--epsilon", "1", "--q", "0.01", "--steps", "10000", "-a", "gdp"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(APPROXIMATE_GATES))
+def test_a_gate_on_an_approximation_is_refused(capfd, name):
+    """gdp gives ε = 0.94244 at q = 0.01, σ = 4, T = 10 000, below pb's certified lower
+    bound 0.94663: a gate at 0.945 would pass a run whose true ε exceeds it. Exit 2, one
+    line naming the flag, nothing on stdout."""
+    from dpcalc.cli.app import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*APPROXIMATE_GATES[name], "--max-epsilon", "0.945", "--format", "plain"])
+    captured = capfd.readouterr()
+    assert stop.value.code == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1 and "--max-epsilon gates a certified bound" in captured.err
+    # the same command without the gate answers (with the plain output's warning)
+    with pytest.raises(SystemExit) as stop:
+        main([*APPROXIMATE_GATES[name], "--format", "plain"])
+    captured = capfd.readouterr()
+    assert stop.value.code == 0 and captured.out.strip()
+    assert "not a bound" in captured.err or "not bounds" in captured.err
+
+
+def test_the_gdp_figure_is_below_the_certified_lower_bound_there():
+    """Why the refusal matters: the gated number would be below the truth."""
+    from dpcalc import epsilon_results, Phase, Schedule
+
+    run = Schedule((Phase(0.01, 4.0, 10_000),))
+    gdp, pb = epsilon_results(["gdp", "pb"], run, 1e-5)
+    assert not gdp.certified and pb.certified
+    assert gdp.epsilon < 0.945 < pb.epsilon_lower <= pb.epsilon
+
+
+def test_plain_output_names_approximations_on_stderr_and_nothing_else(capfd):
+    from dpcalc.cli.app import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["compare", "--q", "0.01", "--sigma", "4", "--steps", "10000", "--format", "plain"])
+    captured = capfd.readouterr()
+    assert stop.value.code == 0 and len(captured.out.split()) == 7
+    warnings = [line for line in captured.err.splitlines() if line.startswith("warning: ")]
+    assert warnings == ["warning: abadi, gdp: approximations, not bounds (not a guarantee to "
+                        "report)"] or warnings == ["warning: gdp, abadi: approximations, not "
+                                                   "bounds (not a guarantee to report)"]
+    with pytest.raises(SystemExit) as stop:  # certified rows only: no warning
+        main(["epsilon", "--q", "0.01", "--sigma", "4", "--steps", "10000", "-a", "pb,rdp",
+              "--format", "plain"])
+    captured = capfd.readouterr()
+    assert stop.value.code == 0 and captured.err == ""

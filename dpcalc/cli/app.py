@@ -222,7 +222,7 @@ def _log_to_stderr() -> None:
 
 def _main(args: list[str], debug: bool) -> None:
     from dpcalc.cli.allocator import keep_freed_memory
-    from dpcalc.cli.argv_checks import check_repeated_options
+    from dpcalc.cli.argv_checks import check_repeated_options, hyphenate
 
     _usable_streams()
     keep_freed_memory()  # a one-shot process: reuse freed temporaries (allocator.py)
@@ -233,6 +233,7 @@ def _main(args: list[str], debug: bool) -> None:
             typer.echo(command.get_help(context))
             sys.stdout.flush()
             sys.exit(0)
+        args = hyphenate(command, args)
         check_repeated_options(command, args)
         code = command.main(args=args, prog_name="dpcalc", standalone_mode=False)
         sys.stdout.flush()

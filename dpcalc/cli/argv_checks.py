@@ -1,6 +1,6 @@
 """Checks on the raw command line that Click does not make: an option that takes one value
 given twice (Click would silently keep the last), and a closer "did you mean" for a
-mistyped option."""
+mistyped option; and TF Privacy's underscored flag names (--batch_size) read as dpcalc's."""
 from __future__ import annotations
 
 import difflib
@@ -29,6 +29,28 @@ def _single_valued(command) -> dict[str, str]:
         canonical = next((name for name in spellings if name.startswith("--")), spellings[0])
         names.update({spelling: canonical for spelling in spellings})
     return names
+
+
+def hyphenate(root, args: list[str]) -> list[str]:
+    """``args`` with each --name_with_underscores (or --name_with_underscores=value) of the
+    subcommand spelled with hyphens, where that spelling is one of its options: TF Privacy's
+    compute_dp_sgd_privacy takes --batch_size, --noise_multiplier (absl flags)."""
+    command, rest = _subcommand(root, args)
+    if command is None:
+        return args
+    known = {name for param in command.params for name in getattr(param, "opts", [])
+             if name.startswith("--")}
+    head = args[:len(args) - len(rest)]
+    out = []
+    for index, word in enumerate(rest):
+        if word == "--":
+            return head + out + rest[index:]
+        name, equals, value = word.partition("=")
+        hyphenated = name.replace("_", "-")
+        if name.startswith("--") and "_" in name and hyphenated in known:
+            word = hyphenated + equals + value
+        out.append(word)
+    return head + out
 
 
 def check_repeated_options(root, args: list[str]) -> None:

@@ -59,16 +59,18 @@ def epsilon_command(
         found = ([] if pb is None or output_format == OutputFormat.plain else
                  alternatives(given, run, target_delta, pb, tolerance))
     price = [price_line(run, pb, found)] if found else []
+    records = [epsilon_record(result) for result in results]
     report = Report(
         command="epsilon",
         title="DP-SGD privacy spent",
         inputs={**run.inputs, "delta": target_delta, "accountants": names},
-        results=[epsilon_record(result) for result in results],
+        results=records,
         columns=EPSILON_COLUMNS,
         plain_columns=EPSILON_PLAIN,
         footnotes=opt.footnotes(results, run.inputs) + price + run.notes,
         input_labels=INPUT_LABELS,
-        budget=check_budget(gate, results[0].accountant, [results[0].epsilon]),
+        budget=check_budget(gate, results[0].accountant, [results[0].epsilon],
+                            [records[0]["kind"]]),
         extra={"alternatives": found} if pb is not None else {},
     )
     emit(report, output_format)

@@ -16,12 +16,16 @@ Q_NAMES = ("--q", "--sample-rate", "--sampling-probability")
 SIGMA_NAMES = ("--sigma", "--noise-multiplier")
 DELTA_NAMES = ("--delta", "--target-delta")
 TARGET_EPSILON_NAMES = ("--target-epsilon", "--epsilon")
+# TF Privacy's compute_dp_sgd_privacy flags (--N, --batch_size, …; the underscores are
+# read as hyphens: argv_checks.hyphenate) and its library's argument names.
+DATASET_SIZE_NAMES = ("--dataset-size", "--N", "--number-of-examples")
+EPOCHS_NAMES = ("--epochs", "--num-epochs")
 
 Q = typer.Option(None, *Q_NAMES, metavar="FLOAT",
                  help="Poisson sampling rate q in (0, 1]. Or give --batch-size and --dataset-size.")
 BATCH_SIZE = typer.Option(None, "--batch-size", metavar="INT",
                           help="Expected batch size B (q = B/N), with --dataset-size.")
-DATASET_SIZE = typer.Option(None, "--dataset-size", metavar="INT",
+DATASET_SIZE = typer.Option(None, *DATASET_SIZE_NAMES, metavar="INT",
                             help="Training set size N, with --batch-size.")
 # a federated run's names (run_options.federated)
 CLIENTS_PER_ROUND = typer.Option(None, "--clients-per-round", metavar="INT",
@@ -35,7 +39,7 @@ ROUNDS = typer.Option(None, "--rounds", metavar="INT",
 SIGMA = typer.Option(None, *SIGMA_NAMES, metavar="FLOAT",
                      help="Noise multiplier σ > 0 (noise std / clipping norm).")
 STEPS = typer.Option(None, "--steps", metavar="INT", help="Number of DP-SGD steps T ≥ 1.")
-EPOCHS = typer.Option(None, "--epochs", metavar="FLOAT",
+EPOCHS = typer.Option(None, *EPOCHS_NAMES, metavar="FLOAT",
                       help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
                            "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "
                            "batches: T = ceil(epochs·⌈N/B⌉).")

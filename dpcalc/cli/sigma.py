@@ -375,7 +375,8 @@ def sigma_command(
               **({"calibrates": "common multiplier of the phases' σ"} if run.scaled else {})}
     report = _dpsgd_report(records, inputs, _sigma_digits(relative_precision), run.notes,
                            run.scaled)
-    report.budget = check_budget(gate, records[0]["accountant"], [records[0]["epsilon"]])
+    report.budget = check_budget(gate, records[0]["accountant"], [records[0]["epsilon"]],
+                                 [records[0]["kind"]])
     emit(report, output_format)
 
 

@@ -53,7 +53,7 @@ SIGMA_SWEEP = typer.Option(None, *opt.SIGMA_NAMES, metavar="FLOAT|SWEEP",
                            help="Noise multiplier σ > 0." + _SWEEP_HELP)
 STEPS_SWEEP = typer.Option(None, "--steps", metavar="INT|SWEEP",
                            help="DP-SGD steps T ≥ 1." + _SWEEP_HELP)
-EPOCHS_SWEEP = typer.Option(None, "--epochs", metavar="FLOAT|SWEEP",
+EPOCHS_SWEEP = typer.Option(None, *opt.EPOCHS_NAMES, metavar="FLOAT|SWEEP",
                             help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
                                  "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "
                                  "batches." + _SWEEP_HELP)
@@ -340,8 +340,9 @@ def compare_command(
     elif several:
         inputs["model"] = "; ".join(f"{name}: see rows" for name in sweep.samplings)
     flat = [record for records in per_point for record in records]
-    budget = check_budget(gate, names[0], [record["epsilon"] for record in flat
-                                           if record["accountant"] == names[0]])
+    gated = [record for record in flat if record["accountant"] == names[0]]
+    budget = check_budget(gate, names[0], [record["epsilon"] for record in gated],
+                          [record.get("kind") for record in gated])
     if plot is not None:  # draw first: a failing plot leaves stdout empty (exit 2)
         plot_sweep(plot, sweep, per_point, target_delta, x_scale)
     steps_notes = epochs_notes(sweep) if phase_schedule is None else phase_notes

@@ -364,8 +364,9 @@ def group_command(
         gated = names[0]
     if derived is not None:
         report.footnotes.insert(1, derived.note)
-    report.budget = check_budget(gate, gated, [record["epsilon"] for record in report.results
-                                               if record["accountant"] == gated])
+    gated_records = [record for record in report.results if record["accountant"] == gated]
+    report.budget = check_budget(gate, gated, [record["epsilon"] for record in gated_records],
+                                 [record.get("kind") for record in gated_records])
     if paths:  # draw first: a failing plot leaves stdout empty (exit 2)
         from dpcalc.cli.group.plots import draw
 

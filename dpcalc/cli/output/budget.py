@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import typer
 
+from dpcalc.cli.output.render import APPROXIMATION
+from dpcalc.errors import DpcalcError
 from dpcalc.params import check_nonnegative
 
 MAX_EPSILON = typer.Option(None, "--max-epsilon", metavar="FLOAT",
@@ -55,10 +57,17 @@ def parse_max_epsilon(text) -> float | None:
 
 
 def check_budget(max_epsilon: float | None, accountant: str,
-                 values: Iterable[float | None]) -> Budget | None:
-    """The gate over every reported ``values`` of ``accountant`` (None without a budget)."""
+                 values: Iterable[float | None], kinds: Iterable[str] = ()) -> Budget | None:
+    """The gate over every reported ``values`` of ``accountant`` (None without a budget).
+    A gate is a guarantee: DpcalcError (exit 2) when ``kinds`` (the gated records' kinds)
+    holds an approximation, whose ε may be below the true one (gdp, abadi)."""
     if max_epsilon is None:
         return None
+    if APPROXIMATION in kinds:
+        raise DpcalcError(f"--max-epsilon gates a certified bound, and {accountant}'s ε is an "
+                          "approximation (not a bound, possibly below the true ε): gate a "
+                          "certified accountant (pb, the default, or rdp) by naming it first "
+                          "in --accountant")
     values = list(values)
     if not values or any(value is None for value in values):
         return Budget(max_epsilon, None, accountant, False)

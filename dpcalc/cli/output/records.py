@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 from dpcalc.accountants.result import EpsilonResult
-from dpcalc.cli.output.render import (ERROR, Column, plain_upper, show_lower, show_number,
-                                      show_upper)
+from dpcalc.cli.output.render import (APPROXIMATION, ERROR, Column, plain_upper, show_lower,
+                                      show_number, show_upper)
 
 CERTIFIED = "certified upper bound"
-APPROXIMATION = "approximation"
 NOT_APPLICABLE_KIND = "not applicable"
 # kind → the kind column's word; ERROR: the accountant failed inside (a bug, no answer)
 KIND_WORDS = {CERTIFIED: "certified", APPROXIMATION: "approximation",

@@ -14,6 +14,8 @@ from dpcalc.cli.output.numbers import (  # noqa: F401 (re-exported)
 
 # The kind of a result row whose accountant failed inside (a bug): never an answer.
 ERROR = "error"
+# The kind of a row whose ε is an approximation, not a bound (records.row_kind).
+APPROXIMATION = "approximation"
 
 # The "schema" key of every JSON document: the version of its keys (docs/json-schema.md;
 # dpcalc/cli/output/schema.json, written by scripts/gen_json_schema.py). A new number when a
@@ -191,10 +193,22 @@ def emit(report: Report, output_format: OutputFormat) -> None:
         elif output_format == OutputFormat.plain:
             text = to_plain(report)
             sys.stdout.write(text + ("\n" if text else ""))
+            warn_approximations(report.results)
         else:
             print_table(report)
     check_failures(report)
     enforce(report.budget)
+
+
+def warn_approximations(records: list[dict]) -> None:
+    """Plain output shows bare numbers: one stderr line naming the rows whose ε is an
+    approximation, not a bound (the table's kind column and JSON's "kind" say it there)."""
+    names = [str(_row_name(record)) for record in records
+             if record.get("kind") == APPROXIMATION]
+    names = list(dict.fromkeys(names))
+    if names:
+        what = "an approximation, not a bound" if len(names) == 1 else "approximations, not bounds"
+        warn(f"{', '.join(names)}: {what} (not a guarantee to report)")
 
 
 def _row_name(record: dict):
