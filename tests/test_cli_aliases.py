@@ -272,3 +272,14 @@ def test_the_n_alias_works_in_every_run_command(capsys):
     sigma = _main_json(capsys, "sigma", "--target_epsilon", "3", "--N", "60000",
                        "--batch_size", "256", "--num_epochs", "2", "-a", "rdp")
     assert sigma["inputs"]["dataset_size"] == 60000
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["epsilon", "--max-grad-norm", "1.0"], "ε does not depend on the clipping norm C"),
+    (["sigma", "--l2_norm_clip", "1.0"], "ε does not depend on the clipping norm C"),
+    (["report", "--clip-norm", "1.0"], "give the noise multiplier σ"),
+    # simulate trains a model: the clipping norm is its input there
+    (["simulate", "--max-grad-norm", "1.0"], "(did you mean --clip-norm?)"),
+])
+def test_the_clipping_norm_gets_why_not_a_guess(capsys, argv, expected):
+    assert expected in _error(capsys, *argv)

@@ -85,13 +85,24 @@ def _close_matches(unknown: str, candidates: list[str]) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
+# Options of Opacus and TF Privacy that do not change ε: why not, instead of "did you mean".
+_CLIPPING = (": ε does not depend on the clipping norm C; give the noise multiplier "
+             "σ = (noise standard deviation)/C as --sigma (--noise-multiplier)")
+_NOT_PRIVACY_INPUTS = {"--max-grad-norm": _CLIPPING, "--l2-norm-clip": _CLIPPING,
+                       "--clipping-norm": _CLIPPING, "--clip-norm": _CLIPPING}
+
+
 def suggest_option(root, args: list[str], unknown: str) -> str:
     """' (did you mean --sigma?)' for a mistyped option of the subcommand (or of dpcalc
-    itself before any subcommand), or ''. Every alias counts (--noise-multiplier, …)."""
+    itself before any subcommand), or ''. Every alias counts (--noise-multiplier, …). An
+    option other tools take that does not change ε (--max-grad-norm) gets the reason."""
     command, _ = _subcommand(root, args)
     command = root if command is None else command
     spellings = [name for param in command.params for name in getattr(param, "opts", [])
                  if name.startswith("--")]
+    reason = _NOT_PRIVACY_INPUTS.get(unknown.replace("_", "-").lower())
+    if reason is not None:  # simulate trains a model: there C is --clip-norm
+        return " (did you mean --clip-norm?)" if "--clip-norm" in spellings else reason
     return _close_matches(unknown, spellings + ["--help"])
 
 
