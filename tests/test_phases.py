@@ -242,6 +242,32 @@ def test_csv_and_json_files_read_to_the_same_phases_as_phase_flags(tmp_path):
     assert by_file.returncode == 0 and by_file.stdout == by_flags.stdout
 
 
+def test_an_opacus_accountant_history_is_a_schedule_file(tmp_path):
+    """json.dump(accountant.history) and json.dump(accountant.state_dict()) of an Opacus
+    accountant: rows (noise_multiplier, sample_rate, num_steps), read as phases."""
+    history = [(1.1, 0.004, 1000), (0.9, 0.004, 500)]
+    (tmp_path / "history.json").write_text(json.dumps(history))
+    (tmp_path / "state.json").write_text(json.dumps({"history": history, "mechanism": "prv"},
+                                                    indent=2))
+    (tmp_path / "named.json").write_text(json.dumps(
+        [{"noise_multiplier": s, "sample_rate": q, "num_steps": t} for s, q, t in history]))
+    expected = [(q, s, t) for s, q, t in history]
+    for name in ("history.json", "state.json", "named.json"):
+        read = schedule_from_file(tmp_path / name)[0]
+        assert [(p.sampling_rate, p.noise_multiplier, p.steps) for p in read.phases] == expected
+    by_file = run_dpcalc("epsilon", "--schedule", str(tmp_path / "state.json"), "--format", "plain")
+    by_flags = run_dpcalc("epsilon", "--phase", "sigma=1.1,q=0.004,steps=1000",
+                          "--phase", "sigma=0.9,q=0.004,steps=500", "--format", "plain")
+    assert by_file.returncode == 0 and by_file.stdout == by_flags.stdout
+    # dpcalc's own accountant keeps the same layout: its history reads back too
+    accountant = PrivacyAccountant()
+    for sigma, rate, steps in history:
+        accountant.step(noise_multiplier=sigma, sample_rate=rate, steps=steps)
+    (tmp_path / "ours.json").write_text(json.dumps(accountant.history))
+    assert schedule_from_file(tmp_path / "ours.json")[0].phases == \
+        schedule_from_file(tmp_path / "history.json")[0].phases
+
+
 @pytest.mark.parametrize("content,line,needle", [
     ("sigma,q,steps\n1.1,0.01,100\n1.0,1.5,100\n", 3, "q (sampling rate) must be in (0, 1]"),
     ("sigma,q,steps\n1.1,0.01,100\n# note\n0.9,0.01,ten\n", 4, "steps"),
@@ -250,6 +276,9 @@ def test_csv_and_json_files_read_to_the_same_phases_as_phase_flags(tmp_path):
     ('[\n  {"sigma": 1.1, "q": 0.01, "steps": 100},\n  {"sigma": 1.1, "steps": 100}\n]', 3,
      "needs q=… or batch-size=…"),
     ('[{"sigma": 1.1, "q": 0.01, "steps": 100}, ]', 1, "not valid JSON"),
+    ('{"history": [\n  [1.1, 0.01, 100],\n  [1.1, 0.01]\n], "mechanism": "rdp"}', 3,
+     "or an Opacus history row [noise_multiplier, sample_rate, steps]"),
+    ('{"history": [\n  [1.1, 0.01, 100],\n  [0.9, 0.01, -5]\n]}', 3, "steps"),
 ])
 def test_a_malformed_row_is_one_line_naming_the_file_and_line(tmp_path, content, line, needle):
     path = tmp_path / "rows.csv"

@@ -51,7 +51,9 @@ SCHEDULE = typer.Option(None, "--schedule", metavar="FILE",
                         help="The run's phases from a file instead of flags: CSV with a header "
                              "row (columns sigma, q or batch-size[,dataset-size], steps or "
                              "epochs, optionally sampling, max-batch-size) or JSON (a list of "
-                             "objects with those keys), one phase per row, in order.")
+                             "objects with those keys, or an Opacus accountant's history: "
+                             "[noise_multiplier, sample_rate, steps] rows), one phase per row, "
+                             "in order.")
 SAMPLING = typer.Option(None, "--sampling", metavar="NAME",
                         help="How batches are drawn (default poisson, or the --pipeline's): "
                              "poisson (each record joins a batch with probability q), fixed (B "

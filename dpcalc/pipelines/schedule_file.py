@@ -6,7 +6,9 @@ noise_multiplier, sample_rate, sampling_probability):
 
 * CSV: a header row naming the columns, one row per phase; empty cells are not given; lines
   starting with ``#`` and blank lines are skipped.
-* JSON: a list of objects, one per phase, or ``{"phases": [...]}``.
+* JSON: a list of objects, one per phase, or ``{"phases": [...]}``; or Opacus's accountant
+  history, rows ``[noise_multiplier, sample_rate, steps]``, alone or as its ``state_dict()``
+  ``{"history": [...], "mechanism": ...}`` (json.dump of either).
 
 Every row is read as a ``--phase`` spec is (:func:`phase_from_fields`); a malformed row is
 one error naming the file and its line. :func:`write_schedule_file` writes the CSV form of
@@ -31,7 +33,10 @@ from dpcalc.params import (EpochSteps, batches_per_epoch, check_count, check_noi
 PHASE_KEYS = ("q", "batch-size", "dataset-size", "sigma", "steps", "epochs", "sampling",
               "max-batch-size")
 # The names other tools use for the same keys (Opacus, TF Privacy).
-PHASE_KEY_ALIASES = {"noise-multiplier": "sigma", "sample-rate": "q", "sampling-probability": "q"}
+PHASE_KEY_ALIASES = {"noise-multiplier": "sigma", "sample-rate": "q", "sampling-probability": "q",
+                     "num-steps": "steps", "num-epochs": "epochs"}
+# An Opacus accountant's history row: (noise_multiplier, sample_rate, num_steps).
+HISTORY_FIELDS = ("sigma", "q", "steps")
 PHASE_FORM = ("'key=value,…' with keys q or batch-size[,dataset-size], sigma, steps or epochs, "
               "and optionally sampling (and max-batch-size for truncated-poisson), e.g. "
               "'q=0.01,sigma=4,steps=5000'")
@@ -162,11 +167,14 @@ def _rows_json(text: str, where: str) -> list[tuple[int, dict]]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise DpcalcError(f"{where} line {error.lineno}: not valid JSON ({error.msg})") from None
-    listed = data.get("phases") if isinstance(data, dict) else data
+    key = next((name for name in ("phases", "history") if name in data), None) \
+        if isinstance(data, dict) else None
+    listed = data.get(key) if isinstance(data, dict) else data
     if not isinstance(listed, list):
-        raise DpcalcError(f"{where}: JSON must be a list of phases or {{\"phases\": [...]}}")
+        raise DpcalcError(f"{where}: JSON must be a list of phases, {{\"phases\": [...]}} or an "
+                          "Opacus accountant's {\"history\": [...]}")
     # the line of every element: decode the list's elements one by one from its '['
-    found = re.search(r'"phases"\s*:\s*\[', text) if isinstance(data, dict) else None
+    found = re.search(rf'"{key}"\s*:\s*\[', text) if key else None
     position = found.end() if found else text.index("[") + 1
     decoder, rows = json.JSONDecoder(), []
     for element in listed:
@@ -174,9 +182,12 @@ def _rows_json(text: str, where: str) -> list[tuple[int, dict]]:
             position += 1
         number = text.count("\n", 0, position) + 1
         _, position = decoder.raw_decode(text, position)
+        if _history_row(element):
+            element = dict(zip(HISTORY_FIELDS, element))
         if not isinstance(element, dict):
             raise DpcalcError(f"{where} line {number}: a phase must be an object such as "
-                              f'{{"sigma": 1.1, "q": 0.01, "steps": 1000}}; got {element!r}')
+                              f'{{"sigma": 1.1, "q": 0.01, "steps": 1000}} or an Opacus history '
+                              f"row [noise_multiplier, sample_rate, steps]; got {element!r}"[:300])
         fields = {}
         for key, value in element.items():
             known = field_name(key)
@@ -187,6 +198,13 @@ def _rows_json(text: str, where: str) -> list[tuple[int, dict]]:
                 fields[known] = str(value)
         rows.append((number, fields))
     return rows
+
+
+def _history_row(element) -> bool:
+    """Whether ``element`` is an Opacus history row: three numbers (not booleans)."""
+    return (isinstance(element, list) and len(element) == len(HISTORY_FIELDS)
+            and all(isinstance(value, (int, float)) and not isinstance(value, bool)
+                    for value in element))
 
 
 def check_path(path, flag: str = "--schedule") -> Path:
