@@ -81,14 +81,19 @@ def excess_add_divergence(alpha: float, steps: int, sigma: float) -> float:
     y = np.arange(math.log(1e-10 / steps), math.log(1e4), y_step)
     s = np.exp(y)
     log_psi = np.empty(s.size)
-    for i, value in enumerate(s):
-        if value <= 1.0:
-            x = value * (ratio - 1.0)
-            g = np.where(np.abs(x) < 1e-4, x * x / 2 - x**3 / 6 + x**4 / 24,
-                         np.expm1(-np.where(np.abs(x) < 1e-4, 1.0, x)) + x)
-            log_psi[i] = math.log1p(float(np.sum(np.exp(log_weight) * g)))
-        else:
-            log_psi[i] = value + float(logsumexp(log_weight - value * ratio))
+    weight = np.exp(log_weight)
+    kept = weight > 0.0  # s ≤ 1: where the weight underflows, the terms are exactly 0
+    weight, ratio_kept = weight[kept], ratio[kept]
+    for first in range(0, s.size, 64):  # 64 values of s at a time, as rows
+        rows = slice(first, first + 64)
+        value = s[rows, None]
+        small = value[:, 0] <= 1.0
+        x = value[small] * (ratio_kept - 1.0)  # ≥ −1: e^{−x} cannot overflow
+        x2 = x * x
+        g = np.where(np.abs(x) < 1e-4, x2 * (0.5 - x / 6 + x2 / 24), np.expm1(-x) + x)
+        log_psi[rows][small] = np.log1p(np.sum(weight * g, axis=1))
+        large = value[~small]
+        log_psi[rows][~small] = large[:, 0] + logsumexp(log_weight - large * ratio, axis=1)
     exponent = steps * log_psi
     log_excess = np.where(exponent > 30.0, exponent, np.log(np.expm1(np.minimum(exponent, 30.0))))
     log_density = a * math.log(steps) + a * y - steps * s - gammaln(a)  # Gamma(a, t) × ds/dy

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import typer
 
-from dpcalc.cli.output.render import APPROXIMATION
+from dpcalc.cli.output.numbers import APPROXIMATION
 from dpcalc.errors import DpcalcError
 from dpcalc.params import check_nonnegative
 

@@ -50,6 +50,8 @@ def show_number(value: float | None, digits: int = 5) -> str:
 # What --format plain prints for an accountant that does not apply: not a number to any
 # parser that checks (float('n/a') and jq's tonumber fail), and the table's word for it.
 NOT_APPLICABLE = "n/a"
+# The kind of a result row whose ε is an approximation, not a bound (records.row_kind).
+APPROXIMATION = "approximation"
 
 
 def plain_upper(value: float | None) -> str:

@@ -9,13 +9,11 @@ from enum import Enum
 from typing import Any, Callable
 
 from dpcalc.cli.output.numbers import (  # noqa: F401 (re-exported)
-    NOT_APPLICABLE, plain_lower, plain_upper, show_lower, show_number, show_upper)
+    APPROXIMATION, NOT_APPLICABLE, plain_lower, plain_upper, show_lower, show_number, show_upper)
 
 
 # The kind of a result row whose accountant failed inside (a bug): never an answer.
 ERROR = "error"
-# The kind of a row whose ε is an approximation, not a bound (records.row_kind).
-APPROXIMATION = "approximation"
 
 # The "schema" key of every JSON document: the version of its keys (docs/json-schema.md;
 # dpcalc/cli/output/schema.json, written by scripts/gen_json_schema.py). A new number when a
