@@ -283,3 +283,24 @@ def test_the_n_alias_works_in_every_run_command(capsys):
 ])
 def test_the_clipping_norm_gets_why_not_a_guess(capsys, argv, expected):
     assert expected in _error(capsys, *argv)
+
+
+@pytest.mark.parametrize("argv,expected", [
+    # a command's options before any command: say which commands take it, command first
+    (["--q", "0.01", "--sigma", "4", "--steps", "10000"],
+     "no such option: --q (an option of compare, delta, epsilon, report, risk, sigma: the "
+     "command comes first, e.g. dpcalc epsilon --q …)"),
+    (["--k", "4"], "(an option of group, simulate: the command comes first, e.g. dpcalc group --k …)"),
+    # dpcalc's own options still get their did-you-mean
+    (["--verison"], "did you mean --version?"),
+    # bare numbers: the inputs are named options
+    (["epsilon", "0.01", "4", "10000"], "dpcalc's inputs are named options, e.g. dpcalc "
+                                        "epsilon --q 0.01 --sigma 4 --steps 10000"),
+])
+def test_a_first_try_without_the_command_or_names_says_how(capsys, argv, expected):
+    assert expected in _error(capsys, *argv)
+
+
+def test_a_stray_word_is_not_taken_for_bare_numbers(capsys):
+    err = _error(capsys, "epsilon", "--q", "0.01", "--sigma", "4", "--steps", "10", "foo")
+    assert "(foo)" in err and "named options" not in err

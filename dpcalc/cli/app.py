@@ -120,7 +120,19 @@ def _usage_message(error, command, args: list[str]) -> str:
     if unknown_command:
         message = (f"no such command: {unknown_command.group(1)}"
                    f"{suggest_command(command, unknown_command.group(1))}")
+    extra = re.match(r"Got unexpected extra argument(?:\(s\)|s)? \((.+)\)", message)
+    if extra and all(_is_number(word) for word in extra.group(1).split()):
+        message += ("; dpcalc's inputs are named options, e.g. dpcalc epsilon --q 0.01 "
+                    "--sigma 4 --steps 10000 (--help lists them)")
     return message
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _quiet_broken_pipe() -> None:

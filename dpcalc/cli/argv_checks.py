@@ -103,7 +103,19 @@ def suggest_option(root, args: list[str], unknown: str) -> str:
     reason = _NOT_PRIVACY_INPUTS.get(unknown.replace("_", "-").lower())
     if reason is not None:  # simulate trains a model: there C is --clip-norm
         return " (did you mean --clip-norm?)" if "--clip-norm" in spellings else reason
+    if command is root:  # `dpcalc --q 0.01 …`: a command's option before any command
+        owners = [name for name, sub in sorted(root.commands.items())
+                  if unknown in _long_options(sub)]
+        if owners:
+            first = "epsilon" if "epsilon" in owners else owners[0]
+            return (f" (an option of {', '.join(owners)}: the command comes first, e.g. "
+                    f"dpcalc {first} {unknown} …)")
     return _close_matches(unknown, spellings + ["--help"])
+
+
+def _long_options(command) -> set[str]:
+    return {name for param in command.params for name in getattr(param, "opts", [])
+            if name.startswith("--")}
 
 
 def suggest_command(root, unknown: str) -> str:
