@@ -304,3 +304,15 @@ def test_a_first_try_without_the_command_or_names_says_how(capsys, argv, expecte
 def test_a_stray_word_is_not_taken_for_bare_numbers(capsys):
     err = _error(capsys, "epsilon", "--q", "0.01", "--sigma", "4", "--steps", "10", "foo")
     assert "(foo)" in err and "named options" not in err
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["epsilon", "--q", "0.01", "--sigma", "4", "--steps", "100", "--epsilon", "2"],
+     "δ at a given ε is dpcalc delta --epsilon E"),
+    (["epsilon", "--q", "0.01", "--sigma", "4", "--steps", "100", "-e", "2"],
+     "σ for a target ε is dpcalc sigma --epsilon E"),
+    (["group", "--q", "0.01", "--sigma", "1", "--steps", "100"],
+     "group takes the batches as --batch-size B and --dataset-size N"),
+])
+def test_an_option_of_another_command_names_the_right_one(capsys, argv, expected):
+    assert expected in _error(capsys, *argv)

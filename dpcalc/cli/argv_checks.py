@@ -92,6 +92,16 @@ _NOT_PRIVACY_INPUTS = {"--max-grad-norm": _CLIPPING, "--l2-norm-clip": _CLIPPING
                        "--clipping-norm": _CLIPPING, "--clip-norm": _CLIPPING}
 
 
+_TARGET_EPSILON = (": epsilon computes ε; δ at a given ε is dpcalc delta --epsilon E, σ for a "
+                   "target ε is dpcalc sigma --epsilon E, and a budget gate is --max-epsilon E")
+_GROUP_RATE = ": group takes the batches as --batch-size B and --dataset-size N (q = B/N)"
+# (command, option) → why the option is not one of that command's, and what to use.
+_COMMAND_REASONS = {
+    **{("epsilon", name): _TARGET_EPSILON for name in ("--epsilon", "--target-epsilon", "-e")},
+    **{("group", name): _GROUP_RATE for name in ("--q", "--sample-rate", "--sampling-probability")},
+}
+
+
 def suggest_option(root, args: list[str], unknown: str) -> str:
     """' (did you mean --sigma?)' for a mistyped option of the subcommand (or of dpcalc
     itself before any subcommand), or ''. Every alias counts (--noise-multiplier, …). An
@@ -100,6 +110,9 @@ def suggest_option(root, args: list[str], unknown: str) -> str:
     command = root if command is None else command
     spellings = [name for param in command.params for name in getattr(param, "opts", [])
                  if name.startswith("--")]
+    own = _COMMAND_REASONS.get((getattr(command, "name", None), unknown))
+    if own is not None:
+        return own
     reason = _NOT_PRIVACY_INPUTS.get(unknown.replace("_", "-").lower())
     if reason is not None:  # simulate trains a model: there C is --clip-norm
         return " (did you mean --clip-norm?)" if "--clip-norm" in spellings else reason
