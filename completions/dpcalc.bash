@@ -21,7 +21,7 @@ _dpcalc() {
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
                 --sigma|--noise-multiplier) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --phase) return ;;
                 --schedule) return ;;
@@ -42,7 +42,7 @@ _dpcalc() {
                 --max-sweep-points) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json csv plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --num-compositions --num-steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --accountant -a --tolerance --plot --x-scale --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
             ;;
         completions)
             case "$prev" in
@@ -56,7 +56,7 @@ _dpcalc() {
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
                 --sigma|--noise-multiplier) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --phase) return ;;
                 --schedule) return ;;
@@ -71,7 +71,7 @@ _dpcalc() {
                 --accountant|-a) _dpcalc_list "pb rdp moments abadi gdp strong naive all"; return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --accountant -a --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon -e --q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --num-compositions --num-steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --accountant -a --format -f --debug --help -h" -- "$cur"))
             ;;
         epsilon)
             case "$prev" in
@@ -79,7 +79,7 @@ _dpcalc() {
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
                 --sigma|--noise-multiplier) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --phase) return ;;
                 --schedule) return ;;
@@ -97,7 +97,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --num-compositions --num-steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --accountant -a --tolerance --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         group)
             case "$prev" in
@@ -105,7 +105,7 @@ _dpcalc() {
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
                 --sigma|--noise-multiplier) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --delta|--target-delta) return ;;
                 --sampling) COMPREPLY=($(compgen -W "poisson fixed truncated-poisson shuffle shuffle-once balls-in-bins sequential once-per-epoch" -- "$cur")); return ;;
@@ -119,7 +119,7 @@ _dpcalc() {
                 --max-sweep-points) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --epochs --num-epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--k --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --num-compositions --num-steps --epochs --num-epochs --delta --target-delta --sampling --adjacency --method -m --target-epsilon --epsilon -e --tolerance --plot --plot-kind --max-epsilon --max-sweep-points --format -f --debug --help -h" -- "$cur"))
             ;;
         pipelines)
             case "$prev" in
@@ -133,7 +133,7 @@ _dpcalc() {
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
                 --sigma|--noise-multiplier) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --phase) return ;;
                 --schedule) return ;;
@@ -154,7 +154,7 @@ _dpcalc() {
                 --max-examples-per-user) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --max-examples-per-user --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --num-compositions --num-steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --delta --target-delta --fpr --prior --baseline --tolerance --epsilon -e --max-examples-per-user --format -f --debug --help -h" -- "$cur"))
             ;;
         risk)
             case "$prev" in
@@ -162,7 +162,7 @@ _dpcalc() {
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
                 --sigma|--noise-multiplier) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --phase) return ;;
                 --schedule) return ;;
@@ -183,7 +183,7 @@ _dpcalc() {
                 --delta|--target-delta) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --sigma --noise-multiplier --steps --num-compositions --num-steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --fpr --prior --baseline --tolerance --plot --log-axes --epsilon -e --delta --target-delta --format -f --debug --help -h" -- "$cur"))
             ;;
         sigma)
             case "$prev" in
@@ -195,7 +195,7 @@ _dpcalc() {
                 --q|--sample-rate|--sampling-probability) return ;;
                 --batch-size) return ;;
                 --dataset-size|--N|--number-of-examples) return ;;
-                --steps) return ;;
+                --steps|--num-compositions|--num-steps) return ;;
                 --epochs|--num-epochs) return ;;
                 --phase) return ;;
                 --schedule) return ;;
@@ -214,7 +214,7 @@ _dpcalc() {
                 --max-epsilon) return ;;
                 --format|-f) COMPREPLY=($(compgen -W "table json plain" -- "$cur")); return ;;
             esac
-            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
+            COMPREPLY=($(compgen -W "--epsilon --target-epsilon -e --max-tpr --at-fpr --max-advantage --delta --target-delta --q --sample-rate --sampling-probability --batch-size --dataset-size --N --number-of-examples --steps --num-compositions --num-steps --epochs --num-epochs --phase --schedule --pipeline --sampling --adjacency --drop-last --unit --max-batch-size --clients-per-round --clients --rounds --accountant -a --precision --tolerance --sensitivity --max-epsilon --format -f --debug --help -h" -- "$cur"))
             ;;
         simulate)
             case "$prev" in

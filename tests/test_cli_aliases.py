@@ -316,3 +316,14 @@ def test_a_stray_word_is_not_taken_for_bare_numbers(capsys):
 ])
 def test_an_option_of_another_command_names_the_right_one(capsys, argv, expected):
     assert expected in _error(capsys, *argv)
+
+
+def test_prv_accountants_command_line_is_the_same_run(capsys):
+    """prv_accountant's compute-dp-epsilon flags after `dpcalc epsilon`."""
+    theirs = _main_json(capsys, "epsilon", "--sampling-probability", "5e-3", "--noise-multiplier",
+                        "0.8", "--delta", "1e-6", "--num-compositions", "1000")
+    ours = _main_json(capsys, "epsilon", "--q", "5e-3", "--sigma", "0.8", "--delta", "1e-6",
+                      "--steps", "1000")
+    assert theirs == ours and ours["inputs"]["steps"] == 1000
+    assert _main_json(capsys, "compare", "--q", "0.01", "--sigma", "2", "--num_steps", "10,20",
+                      "-a", "rdp")["inputs"]["sweep"]

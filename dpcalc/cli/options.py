@@ -20,6 +20,8 @@ TARGET_EPSILON_NAMES = ("--target-epsilon", "--epsilon")
 # read as hyphens: argv_checks.hyphenate) and its library's argument names.
 DATASET_SIZE_NAMES = ("--dataset-size", "--N", "--number-of-examples")
 EPOCHS_NAMES = ("--epochs", "--num-epochs")
+# prv_accountant's compute-dp-epsilon (--num-compositions) and dp-transformers (num_steps)
+STEPS_NAMES = ("--steps", "--num-compositions", "--num-steps")
 
 Q = typer.Option(None, *Q_NAMES, metavar="FLOAT",
                  help="Poisson sampling rate q in (0, 1]. Or give --batch-size and --dataset-size.")
@@ -38,7 +40,7 @@ ROUNDS = typer.Option(None, "--rounds", metavar="INT",
                       help="Federated: rounds (--steps, --unit client).")
 SIGMA = typer.Option(None, *SIGMA_NAMES, metavar="FLOAT",
                      help="Noise multiplier σ > 0 (noise std / clipping norm).")
-STEPS = typer.Option(None, "--steps", metavar="INT", help="Number of DP-SGD steps T ≥ 1.")
+STEPS = typer.Option(None, *STEPS_NAMES, metavar="INT", help="Number of DP-SGD steps T ≥ 1.")
 EPOCHS = typer.Option(None, *EPOCHS_NAMES, metavar="FLOAT",
                       help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
                            "ceil(epochs/q); an epoch sampler's epoch is all of its ⌈N/B⌉ "

@@ -51,7 +51,7 @@ Q_SWEEP = typer.Option(None, *opt.Q_NAMES, metavar="FLOAT|SWEEP",
                             "--dataset-size." + _SWEEP_HELP)
 SIGMA_SWEEP = typer.Option(None, *opt.SIGMA_NAMES, metavar="FLOAT|SWEEP",
                            help="Noise multiplier σ > 0." + _SWEEP_HELP)
-STEPS_SWEEP = typer.Option(None, "--steps", metavar="INT|SWEEP",
+STEPS_SWEEP = typer.Option(None, *opt.STEPS_NAMES, metavar="INT|SWEEP",
                            help="DP-SGD steps T ≥ 1." + _SWEEP_HELP)
 EPOCHS_SWEEP = typer.Option(None, *opt.EPOCHS_NAMES, metavar="FLOAT|SWEEP",
                             help="Epochs > 0 instead of --steps: T = ceil(epochs·N/B), or "
