@@ -135,3 +135,24 @@ def test_plain_output_names_approximations_on_stderr_and_nothing_else(capfd):
               "--format", "plain"])
     captured = capfd.readouterr()
     assert stop.value.code == 0 and captured.err == ""
+
+
+@pytest.mark.parametrize("argv", [
+    # another tool's name for an approximation: refused before its alias warning
+    ["epsilon", "--q", "0.01", "--sigma", "4", "--steps", "10000", "-a", "clt"],
+    ["compare", "--q", "0.01", "--sigma", "1", "--steps", "100", "-a", "clt,pld"],
+    # an approximation that does not apply to the model is refused too (not "cannot be checked")
+    ["epsilon", "--sampling", "shuffle", "--batch-size", "256", "--dataset-size", "60000",
+     "--sigma", "1.1", "--epochs", "2", "-a", "gdp"],
+    # group's seed pair is labelled "not a certificate for this run": no gate on it
+    ["group", "--k", "2", "--batch-size", "10", "--dataset-size", "1000", "--sigma", "1",
+     "--steps", "20", "-m", "seed"],
+])
+def test_a_gate_on_a_number_that_is_no_certificate_is_one_line_exit_2(capfd, argv):
+    from dpcalc.cli.app import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--max-epsilon", "100", "--format", "json"])
+    captured = capfd.readouterr()
+    assert stop.value.code == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1 and captured.err.startswith("dpcalc: error: --max-epsilon")

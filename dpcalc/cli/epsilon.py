@@ -49,7 +49,7 @@ def epsilon_command(
     run = given.schedule()
     target_delta = check_delta(delta)
     gate = parse_max_epsilon(max_epsilon)
-    names = opt.accountants(accountant)
+    names = opt.accountants(accountant, gate)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
     with waiting(f"epsilon: composing {run_size(run.schedule, names)}"):
@@ -69,8 +69,7 @@ def epsilon_command(
         plain_columns=EPSILON_PLAIN,
         footnotes=opt.footnotes(results, run.inputs) + price + run.notes,
         input_labels=INPUT_LABELS,
-        budget=check_budget(gate, results[0].accountant, [results[0].epsilon],
-                            [records[0]["kind"]]),
+        budget=check_budget(gate, results[0].accountant, [results[0].epsilon], records[:1]),
         extra={"alternatives": found} if pb is not None else {},
     )
     emit(report, output_format)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import typer
 
-from dpcalc.accountants.registry import accountant_names, alias_notes, resolve_names
+from dpcalc.accountants.registry import (accountant_names, alias_notes, get_accountant,
+                                         resolve_names)
 from dpcalc.accountants.result import EpsilonResult
 from dpcalc.cli.output import budget
 from dpcalc.cli.output.records import result_notes
@@ -157,10 +158,13 @@ def footnotes(results: list[EpsilonResult], inputs: dict | None = None) -> list[
     return lines + result_notes(results)
 
 
-def accountants(requested: list[str] | None) -> list[str]:
+def accountants(requested: list[str] | None, gate: float | None = None) -> list[str]:
     """The accountants asked for (registry.resolve_names), saying on stderr where a name
-    another tool uses (pld, prv, clt) was read as one of dpcalc's."""
+    another tool uses (pld, prv, clt) was read as one of dpcalc's. With a budget ``gate``,
+    an approximation named first is refused before anything is printed or computed."""
     names = resolve_names(requested)
+    if gate is not None and names and not get_accountant(names[0]).certified:
+        raise budget.approximation_gated(names[0])
     for note in alias_notes(requested):
         warn(note)
     return names

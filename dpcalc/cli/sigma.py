@@ -363,7 +363,7 @@ def sigma_command(
         raise DpcalcError("--sensitivity applies to the Gaussian mechanism only (without "
                           f"{'/'.join(_DPSGD_FLAGS)}); DP-SGD's σ is relative to the clipping norm")
     run = given.schedule(with_sigma=False)
-    names = opt.accountants(accountant)
+    names = opt.accountants(accountant, gate)
     opt.warn_large_delta(target_delta, run.dataset_size)
     tolerance = check_positive(tolerance, "--tolerance")
     with waiting(f"sigma: calibrating σ (each trial {run_size(run.schedule, names)})") as say:
@@ -376,7 +376,7 @@ def sigma_command(
     report = _dpsgd_report(records, inputs, _sigma_digits(relative_precision), run.notes,
                            run.scaled)
     report.budget = check_budget(gate, records[0]["accountant"], [records[0]["epsilon"]],
-                                 [records[0]["kind"]])
+                                 records[:1])
     emit(report, output_format)
 
 

@@ -294,7 +294,7 @@ def compare_command(
             sweep.inputs["max_batch_size"] = cap
     pb_tolerance = check_positive(tolerance, "--tolerance")
     gate = parse_max_epsilon(max_epsilon)
-    names = accountant_names() if not accountant else opt.accountants(accountant)
+    names = accountant_names() if not accountant else opt.accountants(accountant, gate)
     check_sweep_work(sweep, names, max_sweep_points)
     opt.warn_plot_only(plot, x_scale=x_scale)
     if plot is not None:
@@ -341,8 +341,7 @@ def compare_command(
         inputs["model"] = "; ".join(f"{name}: see rows" for name in sweep.samplings)
     flat = [record for records in per_point for record in records]
     gated = [record for record in flat if record["accountant"] == names[0]]
-    budget = check_budget(gate, names[0], [record["epsilon"] for record in gated],
-                          [record.get("kind") for record in gated])
+    budget = check_budget(gate, names[0], [record["epsilon"] for record in gated], gated)
     if plot is not None:  # draw first: a failing plot leaves stdout empty (exit 2)
         plot_sweep(plot, sweep, per_point, target_delta, x_scale)
     steps_notes = epochs_notes(sweep) if phase_schedule is None else phase_notes

@@ -366,7 +366,7 @@ def group_command(
         report.footnotes.insert(1, derived.note)
     gated_records = [record for record in report.results if record["accountant"] == gated]
     report.budget = check_budget(gate, gated, [record["epsilon"] for record in gated_records],
-                                 [record.get("kind") for record in gated_records])
+                                 gated_records)
     if paths:  # draw first: a failing plot leaves stdout empty (exit 2)
         from dpcalc.cli.group.plots import draw
 

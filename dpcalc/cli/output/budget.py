@@ -56,18 +56,28 @@ def parse_max_epsilon(text) -> float | None:
     return None if text is None else check_nonnegative(text, "--max-epsilon")
 
 
+def approximation_gated(accountant: str) -> DpcalcError:
+    """The refusal of a gate on an approximation (gdp, abadi): its ε may be below the truth."""
+    return DpcalcError(f"--max-epsilon gates a certified bound, and {accountant}'s ε is an "
+                       "approximation (not a bound, possibly below the true ε): gate a certified "
+                       "accountant (pb, the default, or rdp) by naming it first in --accountant")
+
+
 def check_budget(max_epsilon: float | None, accountant: str,
-                 values: Iterable[float | None], kinds: Iterable[str] = ()) -> Budget | None:
+                 values: Iterable[float | None], records: Iterable[dict] = ()) -> Budget | None:
     """The gate over every reported ``values`` of ``accountant`` (None without a budget).
-    A gate is a guarantee: DpcalcError (exit 2) when ``kinds`` (the gated records' kinds)
-    holds an approximation, whose ε may be below the true one (gdp, abadi)."""
+    A gate is a guarantee for the run: DpcalcError (exit 2) when one of the gated
+    ``records`` holds an approximation (kind) or a value for another model (applies false,
+    group's seed pair)."""
     if max_epsilon is None:
         return None
-    if APPROXIMATION in kinds:
-        raise DpcalcError(f"--max-epsilon gates a certified bound, and {accountant}'s ε is an "
-                          "approximation (not a bound, possibly below the true ε): gate a "
-                          "certified accountant (pb, the default, or rdp) by naming it first "
-                          "in --accountant")
+    for record in records:
+        if record.get("kind") == APPROXIMATION:
+            raise approximation_gated(accountant)
+        if record.get("applies") is False:
+            raise DpcalcError(f"--max-epsilon gates a certified bound for the run's model, and "
+                              f"{accountant}'s ε holds for another model (not a certificate for "
+                              "this run): gate a method that certifies it (pb, the default)")
     values = list(values)
     if not values or any(value is None for value in values):
         return Budget(max_epsilon, None, accountant, False)
