@@ -290,6 +290,19 @@ def test_a_malformed_row_is_one_line_naming_the_file_and_line(tmp_path, content,
     assert f"--schedule {path} line {line}: " in message and needle in message
 
 
+@pytest.mark.parametrize("content,needle", [
+    ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),  # exit 70 (RecursionError) before
+    ("null\n", "JSON must be a list of phases"),  # read as CSV before: "unknown column 'null'"
+    ("42", "JSON must be a list of phases"),
+])
+def test_a_json_file_that_is_no_schedule_is_one_line(tmp_path, content, needle):
+    path = tmp_path / "rows.json"
+    path.write_text(content)
+    completed = run_dpcalc("epsilon", "--schedule", str(path))
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert len(completed.stderr.strip().splitlines()) == 1 and needle in completed.stderr
+
+
 def test_schedule_is_exclusive_with_the_single_run_flags_and_phases(tmp_path):
     path = tmp_path / "rows.csv"
     path.write_text("sigma,q,steps\n1.1,0.01,100\n")

@@ -167,6 +167,9 @@ def _rows_json(text: str, where: str) -> list[tuple[int, dict]]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise DpcalcError(f"{where} line {error.lineno}: not valid JSON ({error.msg})") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise DpcalcError(f"{where}: JSON nested too deeply to be a schedule (a list of phases "
+                          "or {\"phases\": [...]})") from None
     key = next((name for name in ("phases", "history") if name in data), None) \
         if isinstance(data, dict) else None
     listed = data.get(key) if isinstance(data, dict) else data
@@ -200,6 +203,15 @@ def _rows_json(text: str, where: str) -> list[tuple[int, dict]]:
     return rows
 
 
+def _json_scalar(text: str) -> bool:
+    """Whether ``text`` is a bare JSON value other than a list or object (null, 42, "a"):
+    a JSON file, read as one (its error then says what a schedule must be), not as CSV."""
+    try:
+        return not isinstance(json.loads(text), (list, dict))
+    except (ValueError, RecursionError):
+        return False
+
+
 def _history_row(element) -> bool:
     """Whether ``element`` is an Opacus history row: three numbers (not booleans)."""
     return (isinstance(element, list) and len(element) == len(HISTORY_FIELDS)
@@ -227,7 +239,8 @@ def read_schedule_rows(path) -> list[tuple[int, dict]]:
     except UnicodeDecodeError:
         raise DpcalcError(f"{where}: not a text file (UTF-8 CSV or JSON)") from None
     start = text.lstrip()[:1]
-    rows = _rows_json(text, where) if start in ("[", "{") else _rows_csv(text, where)
+    rows = (_rows_json(text, where) if start in ("[", "{") or _json_scalar(text)
+            else _rows_csv(text, where))
     if not rows:
         raise DpcalcError(f"{where}: no phases in it")
     return rows
