@@ -418,3 +418,23 @@ def test_the_replace_one_chain_is_the_lemma_on_the_two_profiles():
                  + np.exp(first) * bound.direction_deltas("add", epsilon - first)).min()
         ours = float(bound.replace_deltas([epsilon])[0])
         assert lemma * (1 - 1e-12) <= ours <= lemma * 1.05 + 1e-12
+
+
+def test_an_infinite_split_is_not_nan_and_warns_nothing():
+    """Fuzz finding: replace-one balls-in-bins at σ = 0.059 (the 'what the pipeline costs'
+    line of a Flower run) split an infinite ε as ∞·0 (NumPy 'invalid value' warnings on
+    stderr). Run with RuntimeWarnings as errors: the same answer, nothing on stderr."""
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "dpcalc", "epsilon", "--pipeline",
+         "tff", "--adjacency", "replace-one", "--batch-size", "4", "--dataset-size", "284",
+         "--epochs", "11.14", "--noise-multiplier", "0.05947", "-f", "json"],
+        capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0 and completed.stderr == "", completed.stderr
+    import json
+
+    found = json.loads(completed.stdout)["alternatives"]
+    balls = [row for row in found if row["sampling"] == "balls-in-bins"]
+    assert balls and 0 < balls[0]["epsilon_lower"] <= balls[0]["epsilon_upper"] < float("inf")

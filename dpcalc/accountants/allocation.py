@@ -122,7 +122,9 @@ class AllocationBound:
         return np.max(list(found.values()), axis=0)
 
     def _split(self, epsilon: float) -> dict[str, float]:
-        """The chain's best split (ε₁, ε − ε₁) at ``epsilon``."""
+        """The chain's best split (ε₁, ε − ε₁) at ``epsilon`` (no finite ε: ∞ each)."""
+        if not np.isfinite(epsilon):  # ∞·0 would be NaN: no split of an infinite ε
+            return {REMOVE: np.inf, ADD: np.inf}
         first = epsilon * _SPLITS
         chained = (self.direction_deltas(REMOVE, first)
                    + np.exp(first) * self.direction_deltas(ADD, epsilon - first))
