@@ -327,3 +327,10 @@ def test_prv_accountants_command_line_is_the_same_run(capsys):
     assert theirs == ours and ours["inputs"]["steps"] == 1000
     assert _main_json(capsys, "compare", "--q", "0.01", "--sigma", "2", "--num_steps", "10,20",
                       "-a", "rdp")["inputs"]["sweep"]
+
+
+def test_more_clients_per_round_than_clients_names_the_client_flags(capsys):
+    for command in ("epsilon", "compare"):
+        err = _error(capsys, command, "--clients-per-round", "50", "--clients", "10",
+                     "--rounds", "10", "--sigma", "1")
+        assert "--clients-per-round must be <= --clients (10); got 50" in err

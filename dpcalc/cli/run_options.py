@@ -79,6 +79,10 @@ def federated(run: RunFlags, lists: frozenset = frozenset()) -> RunFlags:
         value = getattr(run, name)
         changes[field] = value if field in lists else str(check_count(value, flag))
         changes[name] = None
+    drawn, clients = changes.get("batch_size"), changes.get("dataset_size")
+    if (isinstance(drawn, str) and isinstance(clients, str)  # (compare's lists: its own check)
+            and int(drawn) > int(clients)):
+        raise DpcalcError(f"--clients-per-round must be <= --clients ({clients}); got {drawn}")
     if run.q is not None and "dataset_size" in changes:
         raise DpcalcError("the rate is given twice: give --q (each client joins a round with "
                           "probability q) or --clients-per-round with --clients (q = m/M), "
