@@ -64,7 +64,8 @@ EPSILON_RECORD = {
                       "least this); null where none is computed."),
     "certified": ("boolean", "True only for a row holding a certified upper bound."),
     "kind": ("#kind", "certified upper bound, approximation, not applicable, or error (the "
-             "accountant failed inside: a bug)."),
+             "accountant failed inside: a bug); group also: no certificate (the method found "
+             "none for this k) and seed model (a value for another model: not for this run)."),
     "order": ("number|null", "RDP order α of the bound (rdp/moments), else null."),
     "notes": ("strings", "Caveats of this row, one sentence each."),
     "details": ("object", "Accountant-specific diagnostics (pb: epsilon_remove, epsilon_add, "
@@ -83,13 +84,16 @@ RUN_INPUTS = {
                 "dataset_size, sigma, steps, sampling."),
     "?schedule_file": ("string", "The --schedule file the phases came from."),
     "?max_batch_size": ("integer", "truncated-poisson: the largest batch M."),
-    "sampling": ("string", "The sampler (poisson, fixed, shuffle, …)."),
+    "sampling": ("string|strings", "The sampler (poisson, fixed, shuffle, …); a multi-phase run "
+                 "of several samplers: one per phase."),
     "adjacency": ("string", "Neighbouring datasets: add-remove, replace-one or zero-out."),
     "drop_last": ("boolean", "shuffle/sequential: the partial last batch is dropped."),
     "model": ("string", "The privacy model in words (sampler and adjacency): every certified "
               "number holds for it."),
     "unit": ("#unit", "What one record is, i.e. what is protected."),
-    "pipeline": ("string|null", "The --pipeline name, when given."),
+    "pipeline": ("#pipeline_record|null", "The pipeline named (--pipeline, or implied by the "
+                 "client flags): dpcalc pipelines' record, with the model as used (adjacency, "
+                 "unit, drop_last, model, adjacency_note); null without one."),
 }
 
 RISK_RECORD = {
@@ -128,7 +132,7 @@ ALTERNATIVE = {
 
 DEFS = {
     "kind": ({"enum": ["certified upper bound", "approximation", "not applicable", "error",
-                       "bound for the claim"]}, None),
+                       "bound for the claim", "no certificate", "seed model"]}, None),
     "unit": ({"enum": ["example", "client", "user"]}, None),
     "claim": ({"epsilon": ("number", "The claim's ε."), "delta": ("number", "The claim's δ.")},
               "An (ε, δ) claim."),
@@ -151,6 +155,20 @@ DEFS = {
                "client": ("string", "--unit client in words."),
                "user": ("string", "--unit user in words.")}, "The --unit names in words."),
     "risk_record": (RISK_RECORD, "One attack measure."),
+    "pipeline_record": ({
+        "name": ("string", "The --pipeline name."),
+        "aliases": ("strings", "Other names it accepts."),
+        "what": ("string", "The pipeline in words."),
+        "sampling": ("string", "The --sampling it sets."),
+        "adjacency": ("string", "The --adjacency it sets (in a run's inputs: as used)."),
+        "unit": ("#unit", "The --unit it sets (in a run's inputs: as used)."),
+        "drop_last": ("boolean", "Whether it sets --drop-last."),
+        "model": ("string", "The privacy model in words."),
+        "why": ("string", "Why this model is right for it."),
+        "needs": ("string|null", "Flags it needs, if any."),
+        "?adjacency_note": ("string|null", "A run's inputs: why this adjacency, where the "
+                            "pipeline chose it or --adjacency overrode it."),
+    }, "A data pipeline dpcalc knows by name."),
 }
 
 EPSILON_INPUTS = {**RUN_INPUTS, "delta": ("number", "Target δ."),
@@ -160,8 +178,8 @@ DOCUMENTS: dict[str, dict] = {
     "epsilon": {
         "inputs": EPSILON_INPUTS,
         "results": ("epsilon_record", EPSILON_RECORD),
-        "alternatives": ("[#alternative]", "Where the run's sampler has no certificate: the "
-                         "certified samplers it could use, with their ε (else empty)."),
+        "alternatives": ("[#alternative]", "With pb among the accountants: the certified "
+                         "samplers the run could use instead, with their ε (else empty)."),
         "?budget": ("#budget", "The --max-epsilon gate."),
     },
     "delta": {
@@ -177,6 +195,10 @@ DOCUMENTS: dict[str, dict] = {
             "kind": ("#kind", "As for epsilon."),
             "notes": ("strings", "Caveats."),
             "?nearest_model": ("object", "Not applicable here: the nearest certified model's δ."),
+            "?upper_source": ("string", "pb on an epoch sampler: where the upper bound comes "
+                              "from."),
+            "?delta_poisson_not_applicable": ("bound|null", "pb on an epoch sampler: the Poisson "
+                                              "δ, which does NOT apply to the run (comparison)."),
         }),
     },
     "sigma": {
@@ -191,6 +213,8 @@ DOCUMENTS: dict[str, dict] = {
             **{key if key.startswith("?") else "?" + key: value
                for key, value in RUN_INPUTS.items()},
             "?precision": ("number", "Relative precision of σ."),
+            "?calibrates": ("string", "A schedule whose phases give σ: what σ is (the common "
+                            "multiplier of the phases' σ)."),
             "?accountants": ("strings", "The accountants used."),
         },
         "results": ("sigma_record", {
@@ -211,7 +235,10 @@ DOCUMENTS: dict[str, dict] = {
             "?source": ("string", "Gaussian mechanism: the theorem σ comes from."),
             "certified": ("boolean", "True when σ meets the target by a certified bound."),
             "kind": ("#kind", "As for epsilon."),
-            "?evaluations": ("integer", "Accountant evaluations the search took."),
+            "?evaluations": ("integer|null", "Accountant evaluations the search took (null "
+                             "where no search ran)."),
+            "?phase_sigmas": ("numbers", "A schedule's common multiplier: each phase's σ "
+                              "times the multiplier found."),
             "notes": ("strings", "Caveats."),
             "?nearest_model": ("object", "Not applicable here: the nearest certified model."),
         }),
@@ -219,10 +246,12 @@ DOCUMENTS: dict[str, dict] = {
     },
     "compare": {
         "inputs": {
-            "q": ("number|numbers|null", "q, or its sweep values."),
-            "batch_size": ("integer|integers|null", "B, when given."),
-            "dataset_size": ("integer|null", "N, when given."),
-            "sigma": ("number|numbers|null", "σ, or its sweep values."),
+            "?q": ("number|numbers|null", "q, or its sweep values (absent for a multi-phase "
+                   "run: see phases)."),
+            "?batch_size": ("integer|integers|null", "B, when given."),
+            "?dataset_size": ("integer|null", "N, when given."),
+            "?sigma": ("number|numbers|null", "σ, or its sweep values (absent for a multi-phase "
+                       "run)."),
             "steps": ("integer|integers|null", "T, or its values along the sweep."),
             "?epochs": ("number|numbers", "Epochs, when given."),
             "?steps_from_epochs": ("object", "How --epochs became steps."),
@@ -235,7 +264,8 @@ DOCUMENTS: dict[str, dict] = {
             "accountants": ("strings", "The accountants compared."),
             "sweep": ("string|null", "The swept parameter (q, sigma, steps, epochs), else null."),
             "unit": ("#unit", "What one record is."),
-            "pipeline": ("string|null", "The --pipeline name."),
+            "pipeline": ("#pipeline_record|null", "The pipeline named, as in epsilon; null "
+                         "without one."),
             "?drop_last": ("boolean", "shuffle/sequential: partial last batch dropped (absent "
                            "when several samplers are compared)."),
             "model": ("string", "The privacy model in words."),
@@ -246,10 +276,11 @@ DOCUMENTS: dict[str, dict] = {
             "delta": ("number", "Target δ."),
             "batch_size": ("integer|null", "The row's B."),
             "dataset_size": ("integer|null", "The row's N."),
-            "q": ("number|null", "The row's q."),
-            "sigma": ("number|null", "The row's σ."),
+            "q": ("number|numbers|null", "The row's q (a multi-phase run: one per phase)."),
+            "sigma": ("number|numbers|null", "The row's σ (a multi-phase run: one per phase)."),
             "steps": ("integer", "The row's steps."),
-            "epochs": ("number|null", "The row's epochs, when given."),
+            "?epochs": ("number|null", "The row's epochs, when given (absent for a multi-phase "
+                        "run)."),
             "sampling": ("string", "The row's sampler."),
             "ratio_to_tightest": ("number|null", "ε / the smallest certified ε at this point."),
             "method": ("string", "The accountant's method in words."),
@@ -280,6 +311,8 @@ DOCUMENTS: dict[str, dict] = {
             "?sigma": ("number|null", "--target-epsilon: the σ found."),
             "?target_epsilon": ("number", "--target-epsilon: the target."),
             "?evaluations": ("integer", "--target-epsilon: evaluations the search took."),
+            "?applies": ("boolean", "seed: false, the shift-j pair is not a certificate for "
+                         "this run (never gated)."),
         }),
         "?budget": ("#budget", "The --max-epsilon gate."),
     },
@@ -365,18 +398,7 @@ DOCUMENTS: dict[str, dict] = {
     },
     "pipelines": {
         "inputs": ("object", "Always empty."),
-        "results": ("pipeline_record", {
-            "name": ("string", "The --pipeline name."),
-            "aliases": ("strings", "Other names it accepts."),
-            "what": ("string", "The pipeline in words."),
-            "sampling": ("string", "The --sampling it sets."),
-            "adjacency": ("string", "The --adjacency it sets."),
-            "unit": ("#unit", "The --unit it sets."),
-            "drop_last": ("boolean", "Whether it sets --drop-last."),
-            "model": ("string", "The privacy model in words."),
-            "why": ("string", "Why this model is right for it."),
-            "needs": ("string|null", "Flags it needs, if any."),
-        }),
+        "results": ("#pipeline_record", None),
         "units": ("#units", "What each --unit protects."),
     },
 }

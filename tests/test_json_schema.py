@@ -73,6 +73,25 @@ CASES = {
     "simulate audit runs": ([*SMALL, "--sigma", "0.7", "--audit-runs", "20", "--canary",
                              "input"], 0, None),
     "pipelines": (["pipelines"], 0, None),
+    # the fuzz run's findings (each failed the schema before it described them)
+    "epsilon pipeline": (["epsilon", "--q", "0.05", "--rounds", "20", "--sigma", "1"], 0, None),
+    "epsilon without pb": (["epsilon", *RUN, "-a", "rdp"], 0, None),
+    "epsilon mixed samplers": (["epsilon", "--phase", "batch-size=256,dataset-size=60000,sigma=1,"
+                                "steps=100,sampling=fixed", "--phase", "batch-size=256,"
+                                "dataset-size=60000,sigma=1,epochs=1.5"], 0, None),
+    "delta epoch sampler": (["delta", "-e", "1", "--batch-size", "100", "--dataset-size", "1000",
+                             "--sigma", "1", "--epochs", "2", "--pipeline", "torch-shuffle",
+                             "-a", "pb,abadi"], 0, None),
+    "sigma schedule": (["sigma", "-e", "1", "--schedule", str(ROOT / "examples" / "schedule.csv")],
+                       0, None),
+    "sigma without a search": (["sigma", "-e", "0.2953", "--sampling", "balls-in-bins",
+                                "--batch-size", "1", "--dataset-size", "175", "--steps", "97",
+                                "-a", "pb,rdp"], 0, None),
+    "compare schedule": (["compare", "--schedule", str(ROOT / "examples" / "schedule.csv"),
+                          "-a", "pb,rdp"], 0, None),
+    "group no certificate and seed": (["group", "--k", "2:3", "--batch-size", "16",
+                                       "--dataset-size", "54", "--sigma", "20.86", "--steps",
+                                       "17770", "-m", "group-conversion,seed"], 0, None),
 }
 
 

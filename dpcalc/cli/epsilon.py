@@ -70,7 +70,7 @@ def epsilon_command(
         footnotes=opt.footnotes(results, run.inputs) + price + run.notes,
         input_labels=INPUT_LABELS,
         budget=check_budget(gate, results[0].accountant, [results[0].epsilon], records[:1]),
-        extra={"alternatives": found} if pb is not None else {},
+        extra={"alternatives": found},  # [] without pb: the key is always there
     )
     emit(report, output_format)
 
