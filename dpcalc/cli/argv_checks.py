@@ -38,8 +38,7 @@ def hyphenate(root, args: list[str]) -> list[str]:
     command, rest = _subcommand(root, args)
     if command is None:
         return args
-    known = {name for param in command.params for name in getattr(param, "opts", [])
-             if name.startswith("--")}
+    known = set(_long_options(command))
     head = args[:len(args) - len(rest)]
     out = []
     for index, word in enumerate(rest):
@@ -108,8 +107,7 @@ def suggest_option(root, args: list[str], unknown: str) -> str:
     option other tools take that does not change ε (--max-grad-norm) gets the reason."""
     command, _ = _subcommand(root, args)
     command = root if command is None else command
-    spellings = [name for param in command.params for name in getattr(param, "opts", [])
-                 if name.startswith("--")]
+    spellings = _long_options(command)
     own = _COMMAND_REASONS.get((getattr(command, "name", None), unknown))
     if own is not None:
         return own
@@ -126,9 +124,10 @@ def suggest_option(root, args: list[str], unknown: str) -> str:
     return _close_matches(unknown, spellings + ["--help"])
 
 
-def _long_options(command) -> set[str]:
-    return {name for param in command.params for name in getattr(param, "opts", [])
-            if name.startswith("--")}
+def _long_options(command) -> list[str]:
+    """Every --spelling of ``command``'s options, aliases included, in order."""
+    return [name for param in command.params for name in getattr(param, "opts", [])
+            if name.startswith("--")]
 
 
 def suggest_command(root, unknown: str) -> str:
