@@ -313,6 +313,9 @@ def test_a_stray_word_is_not_taken_for_bare_numbers(capsys):
      "σ for a target ε is dpcalc sigma --epsilon E"),
     (["group", "--q", "0.01", "--sigma", "1", "--steps", "100"],
      "group takes the batches as --batch-size B and --dataset-size N"),
+    # Opacus's get_noise_multiplier(epsilon_tolerance=…): not pb's --tolerance
+    (["sigma", "--target-epsilon", "3", "--sample-rate", "0.004", "--epochs", "10",
+      "--epsilon_tolerance", "0.01"], "--precision (relative, default 1e-4)"),
 ])
 def test_an_option_of_another_command_names_the_right_one(capsys, argv, expected):
     assert expected in _error(capsys, *argv)

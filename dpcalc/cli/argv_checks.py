@@ -94,8 +94,13 @@ _NOT_PRIVACY_INPUTS = {"--max-grad-norm": _CLIPPING, "--l2-norm-clip": _CLIPPING
 _TARGET_EPSILON = (": epsilon computes ε; δ at a given ε is dpcalc delta --epsilon E, σ for a "
                    "target ε is dpcalc sigma --epsilon E, and a budget gate is --max-epsilon E")
 _GROUP_RATE = ": group takes the batches as --batch-size B and --dataset-size N (q = B/N)"
+_EPSILON_TOLERANCE = (": Opacus's get_noise_multiplier stops within that much of the target ε; "
+                      "here the σ found always meets the target (ε ≤ target) and --precision "
+                      "(relative, default 1e-4) bounds how far σ is above the smallest σ that "
+                      "does (--tolerance is pb's own gap between its ε bounds)")
 # (command, option) → why the option is not one of that command's, and what to use.
 _COMMAND_REASONS = {
+    ("sigma", "--epsilon-tolerance"): _EPSILON_TOLERANCE,
     **{("epsilon", name): _TARGET_EPSILON for name in ("--epsilon", "--target-epsilon", "-e")},
     **{("group", name): _GROUP_RATE for name in ("--q", "--sample-rate", "--sampling-probability")},
 }
@@ -108,7 +113,7 @@ def suggest_option(root, args: list[str], unknown: str) -> str:
     command, _ = _subcommand(root, args)
     command = root if command is None else command
     spellings = _long_options(command)
-    own = _COMMAND_REASONS.get((getattr(command, "name", None), unknown))
+    own = _COMMAND_REASONS.get((getattr(command, "name", None), unknown.replace("_", "-")))
     if own is not None:
         return own
     reason = _NOT_PRIVACY_INPUTS.get(unknown.replace("_", "-").lower())
